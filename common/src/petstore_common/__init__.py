@@ -1,0 +1,1 @@
+"""Code shared by the Petstore services: settings, logging, gRPC bootstrap, storage helpers."""

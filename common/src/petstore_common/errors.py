@@ -1,0 +1,45 @@
+"""Domain errors that storage and servicers raise; the server maps them to gRPC statuses."""
+
+from __future__ import annotations
+
+import grpc
+
+
+class ServiceError(Exception):
+    """An error the client should see, with its gRPC status and a safe message."""
+
+    code: grpc.StatusCode = grpc.StatusCode.UNKNOWN
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidArgument(ServiceError):
+    code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class NotFound(ServiceError):
+    code = grpc.StatusCode.NOT_FOUND
+
+
+class AlreadyExists(ServiceError):
+    code = grpc.StatusCode.ALREADY_EXISTS
+
+
+class PermissionDenied(ServiceError):
+    code = grpc.StatusCode.PERMISSION_DENIED
+
+
+class Unauthenticated(ServiceError):
+    code = grpc.StatusCode.UNAUTHENTICATED
+
+
+class FailedPrecondition(ServiceError):
+    code = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class Unavailable(ServiceError):
+    """A dependency (the database, another service) cannot be reached right now."""
+
+    code = grpc.StatusCode.UNAVAILABLE

@@ -1,0 +1,183 @@
+"""Bootstrap shared by the gRPC services: server factory, health, interceptor, graceful stop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from prometheus_client import Counter, Histogram, start_http_server
+from pymongo.errors import ConnectionFailure, PyMongoError
+
+from petstore_common.errors import ServiceError
+from petstore_common.request_context import (
+    REQUEST_ID_METADATA_KEY,
+    current_request_id,
+    sanitize_request_id,
+)
+from petstore_common.settings import ServiceSettings
+
+log = logging.getLogger(__name__)
+
+HEALTH_CHECK_INTERVAL_SECONDS = 2.0
+
+RPC_HANDLED = Counter(
+    "grpc_server_handled_total", "RPCs completed, by method and status code.", ["grpc_method", "grpc_code"]
+)
+RPC_SECONDS = Histogram(
+    "grpc_server_handling_seconds",
+    "Time spent serving an RPC, by method.",
+    ["grpc_method"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceDefinition:
+    """What a service contributes to the shared server: its servicer and a readiness probe."""
+
+    name: str
+    """Full gRPC service name, e.g. "petstore.pet.v1.PetService" (reported by health)."""
+    register: Callable[[grpc.aio.Server], None]
+    """Adds the servicer(s) to the server."""
+    check_ready: Callable[[], Awaitable[None]]
+    """Raises when a dependency the service needs (its database) is unreachable."""
+
+
+ServiceFactory = Callable[[ServiceSettings], AbstractAsyncContextManager[ServiceDefinition]]
+"""Opens the service's resources (database client, channels) and closes them on exit."""
+
+
+class RequestInterceptor(grpc.aio.ServerInterceptor):
+    """Per unary call: request id from metadata, domain errors to statuses, logs and metrics."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        method: str = handler_call_details.method
+        return grpc.unary_unary_rpc_method_handler(
+            _observed(method, handler.unary_unary),
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+
+def _observed(method: str, behaviour: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+    async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        metadata = dict(context.invocation_metadata() or ())
+        raw_id = metadata.get(REQUEST_ID_METADATA_KEY)
+        token = current_request_id.set(sanitize_request_id(raw_id if isinstance(raw_id, str) else None))
+        started = time.perf_counter()
+        code = grpc.StatusCode.OK
+        try:
+            return await behaviour(request, context)
+        except ServiceError as exc:
+            code = exc.code
+            await context.abort(code, exc.message)
+        except (ConnectionFailure, PyMongoError) as exc:
+            # The database is gone or refused: a condition callers may retry, never a 500.
+            code = grpc.StatusCode.UNAVAILABLE
+            log.warning("database error", extra={"grpc_method": method, "error": type(exc).__name__})
+            await context.abort(code, "the database is unavailable")
+        except asyncio.CancelledError:
+            code = grpc.StatusCode.CANCELLED
+            raise
+        except Exception:
+            if context.code() not in (None, grpc.StatusCode.OK):
+                code = context.code()  # the servicer aborted on purpose
+                raise
+            code = grpc.StatusCode.INTERNAL
+            log.exception("unhandled error", extra={"grpc_method": method})
+            await context.abort(code, "internal error")
+        finally:
+            elapsed = time.perf_counter() - started
+            RPC_HANDLED.labels(method, code.name).inc()
+            RPC_SECONDS.labels(method).observe(elapsed)
+            if not method.startswith("/grpc.health"):  # probes would drown the log
+                log.info(
+                    "rpc",
+                    extra={"grpc_method": method, "grpc_code": code.name, "ms": round(elapsed * 1000, 2)},
+                )
+            current_request_id.reset(token)
+
+    return call
+
+
+@dataclass
+class RunningService:
+    server: grpc.aio.Server
+    port: int
+    health: health.aio.HealthServicer
+    _watchdog: asyncio.Task[None]
+
+    async def stop(self, grace: float | None) -> None:
+        """Report NOT_SERVING, let in-flight RPCs finish within `grace`, then stop."""
+        self._watchdog.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._watchdog
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(grace)
+
+
+async def start_service(definition: ServiceDefinition, settings: ServiceSettings) -> RunningService:
+    """Start serving `definition` on settings.listen_addr (port 0 picks one); returns the port."""
+    server = grpc.aio.server(
+        interceptors=[RequestInterceptor()],
+        maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
+        options=[("grpc.so_reuseport", 0)],
+    )
+    definition.register(server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    port = server.add_insecure_port(settings.listen_addr)
+    await server.start()
+    watchdog = asyncio.create_task(_watch_readiness(definition, health_servicer))
+    return RunningService(server, port, health_servicer, watchdog)
+
+
+async def _watch_readiness(definition: ServiceDefinition, servicer: health.aio.HealthServicer) -> None:
+    """Keep the health status in step with the service's dependencies."""
+    last: int | None = None
+    while True:
+        try:
+            await asyncio.wait_for(definition.check_ready(), timeout=HEALTH_CHECK_INTERVAL_SECONDS)
+            status: int = health_pb2.HealthCheckResponse.SERVING
+        except Exception as exc:  # any failure to reach a dependency means not ready
+            status = health_pb2.HealthCheckResponse.NOT_SERVING
+            if last != status:
+                log.warning("not ready", extra={"error": type(exc).__name__})
+        if status != last:
+            for name in ("", definition.name):
+                await servicer.set(name, status)
+            last = status
+        await asyncio.sleep(HEALTH_CHECK_INTERVAL_SECONDS)
+
+
+async def serve(factory: ServiceFactory, settings: ServiceSettings) -> None:
+    """Run a service until SIGTERM or SIGINT, then stop gracefully."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    if settings.metrics_port:
+        start_http_server(settings.metrics_port)
+    async with factory(settings) as definition:
+        running = await start_service(definition, settings)
+        log.info("serving", extra={"service": definition.name, "port": running.port})
+        await stop.wait()
+        log.info("stopping", extra={"grace_seconds": settings.grace_seconds})
+        await running.stop(settings.grace_seconds)
+    log.info("stopped")

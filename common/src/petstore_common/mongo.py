@@ -1,0 +1,92 @@
+"""MongoDB helpers shared by the services' Mongo stores (PyMongo's async API)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pymongo import AsyncMongoClient, ReturnDocument
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.errors import DuplicateKeyError
+
+from petstore_common.errors import Unavailable
+from petstore_common.settings import ServiceSettings
+
+Document = dict[str, Any]
+
+# How often an insert may meet an id that is already taken before we give up: ids collide
+# only with client-chosen ids or with a concurrent allocation (FerretDB's findAndModify is
+# a read-then-write, so two callers can draw the same counter value).
+MAX_ID_ATTEMPTS = 64
+
+
+def create_client(settings: ServiceSettings) -> AsyncMongoClient[Document]:
+    """A client that fails fast (UNAVAILABLE) instead of hanging when the database is gone."""
+    return AsyncMongoClient(
+        settings.mongodb_uri,
+        serverSelectionTimeoutMS=settings.mongodb_timeout_ms,
+        connectTimeoutMS=settings.mongodb_timeout_ms,
+        socketTimeoutMS=max(settings.mongodb_timeout_ms * 5, 10_000),
+        maxPoolSize=settings.mongodb_max_pool_size,
+        tz_aware=True,
+        appname=settings.database,
+    )
+
+
+async def ping(client: AsyncMongoClient[Document]) -> None:
+    """Raise when the database cannot be reached."""
+    await client.admin.command("ping")
+
+
+async def next_id(counters: AsyncCollection[Document], name: str) -> int:
+    """Draw the next value of the named counter (1, 2, ...)."""
+    doc = await counters.find_one_and_update(
+        {"_id": name},
+        {"$inc": {"value": 1}},
+        upsert=True,
+        return_document=ReturnDocument.AFTER,
+    )
+    assert doc is not None  # upsert=True with AFTER always returns the document
+    return int(doc["value"])
+
+
+async def insert_with_new_id(
+    collection: AsyncCollection[Document],
+    counters: AsyncCollection[Document],
+    counter_name: str,
+    build: Callable[[int], Document],
+) -> Document:
+    """Insert `build(id)` under a freshly drawn id, drawing again while the id is taken.
+
+    The unique `_id` index is the real guard: the counter only makes a free id likely.
+    A duplicate on another unique index (e.g. a username) is re-raised to the caller.
+    """
+    for _ in range(MAX_ID_ATTEMPTS):
+        document = build(await next_id(counters, counter_name))
+        try:
+            await collection.insert_one(document)
+        except DuplicateKeyError as exc:
+            if not await _is_id_conflict(collection, exc, document["_id"]):
+                raise
+            continue
+        return document
+    raise Unavailable(f"could not allocate a free id for {collection.name}")
+
+
+async def _is_id_conflict(
+    collection: AsyncCollection[Document], exc: DuplicateKeyError, doc_id: object
+) -> bool:
+    field = duplicate_key_field(exc)
+    if field is not None:
+        return field == "_id"
+    # FerretDB does not name the violated index: the id was the conflict if it is taken.
+    return await collection.find_one({"_id": doc_id}, projection={"_id": 1}) is not None
+
+
+def duplicate_key_field(exc: DuplicateKeyError) -> str | None:
+    """The field whose unique index was violated, when the server says which."""
+    details: Mapping[str, Any] = exc.details or {}
+    key_pattern = details.get("keyPattern") or details.get("keyValue")
+    if isinstance(key_pattern, Mapping) and key_pattern:
+        return str(next(iter(key_pattern)))
+    return None

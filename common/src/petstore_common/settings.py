@@ -1,0 +1,91 @@
+"""Twelve-factor settings: environment variables with safe defaults, read once."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+class SettingsError(ValueError):
+    """An environment variable holds a value that cannot be used."""
+
+
+def env_str(env: Mapping[str, str], name: str, default: str) -> str:
+    value = env.get(name, "").strip()
+    return value or default
+
+
+def env_int(env: Mapping[str, str], name: str, default: int, *, minimum: int = 0) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise SettingsError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def env_float(env: Mapping[str, str], name: str, default: float, *, minimum: float = 0.0) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be a number, got {raw!r}") from None
+    if value < minimum:
+        raise SettingsError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def env_list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """A comma-separated list; blanks are dropped."""
+    return tuple(item.strip() for item in env.get(name, "").split(",") if item.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceSettings:
+    """What every gRPC service reads from its environment."""
+
+    listen_addr: str
+    """host:port to serve gRPC on (port 0 picks a free port)."""
+    mongodb_uri: str
+    """MongoDB connection string; empty selects the embedded in-memory store."""
+    database: str
+    """The MongoDB database this service owns."""
+    mongodb_timeout_ms: int
+    """Server selection and connect timeout: how fast a lost database turns into UNAVAILABLE."""
+    mongodb_max_pool_size: int
+    log_level: str
+    grace_seconds: float
+    """How long in-flight RPCs may finish after SIGTERM."""
+    max_concurrent_rpcs: int
+    """RPCs served at once before new ones get RESOURCE_EXHAUSTED."""
+    metrics_port: int
+    """Port of the Prometheus /metrics listener; 0 turns it off."""
+
+    @classmethod
+    def from_env(
+        cls,
+        *,
+        default_port: int,
+        default_database: str,
+        default_metrics_port: int = 0,
+        env: Mapping[str, str] | None = None,
+    ) -> ServiceSettings:
+        env = os.environ if env is None else env
+        return cls(
+            listen_addr=env_str(env, "GRPC_LISTEN_ADDR", f"127.0.0.1:{default_port}"),
+            mongodb_uri=env_str(env, "MONGODB_URI", ""),
+            database=env_str(env, "MONGODB_DATABASE", default_database),
+            mongodb_timeout_ms=env_int(env, "MONGODB_TIMEOUT_MS", 2000, minimum=1),
+            mongodb_max_pool_size=env_int(env, "MONGODB_MAX_POOL_SIZE", 20, minimum=1),
+            log_level=env_str(env, "LOG_LEVEL", "INFO").upper(),
+            grace_seconds=env_float(env, "GRACE_SECONDS", 10.0),
+            max_concurrent_rpcs=env_int(env, "MAX_CONCURRENT_RPCS", 256, minimum=1),
+            metrics_port=env_int(env, "METRICS_PORT", default_metrics_port),
+        )

@@ -1,0 +1,1 @@
+"""Local-process tooling: FerretDB for tests and the whole stack as processes."""

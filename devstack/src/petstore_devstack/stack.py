@@ -1,0 +1,169 @@
+"""The whole stack (three services and the gateway) as local processes on loopback ports.
+
+Used by `make run`, the end-to-end and fault tests, and the benchmark, so that all of them
+start the product the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from petstore_devstack.ports import free_port
+
+SERVICES = ("pet", "order", "user")
+STARTUP_TIMEOUT_SECONDS = 30.0
+
+
+@dataclass
+class ProcessSpec:
+    name: str
+    module: str
+    env: dict[str, str]
+    port: int
+    process: subprocess.Popen[bytes] | None = None
+
+
+@dataclass
+class Stack:
+    """Ports and environment of one stack; start() launches it, stop() ends it."""
+
+    mongodb_uri: str = ""
+    api_keys: str = ""
+    session_secret: str = ""
+    database_prefix: str = "petstore"
+    gateway_port: int = 0
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+    log_dir: Path | None = None
+    """Where each process's log goes (<name>.log); None lets them share this terminal."""
+    processes: dict[str, ProcessSpec] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.session_secret = self.session_secret or os.urandom(32).hex()
+        ports = {name: free_port() for name in SERVICES}
+        self.gateway_port = self.gateway_port or free_port()
+        common = {
+            "LOG_LEVEL": "INFO",
+            "GRACE_SECONDS": "5",
+            "PYTHONUNBUFFERED": "1",
+            **self.extra_env,
+        }
+        for name in SERVICES:
+            env = {
+                **common,
+                "GRPC_LISTEN_ADDR": f"127.0.0.1:{ports[name]}",
+                "MONGODB_URI": self.mongodb_uri,
+                "MONGODB_DATABASE": f"{self.database_prefix}_{name}",
+            }
+            if name == "order":
+                env["PET_SERVICE_ADDR"] = f"127.0.0.1:{ports['pet']}"
+            if name == "user":
+                env["PETSTORE_SESSION_SECRET"] = self.session_secret
+            self.processes[name] = ProcessSpec(name, f"petstore_{name}", env, ports[name])
+        self.processes["gateway"] = ProcessSpec(
+            "gateway",
+            "petstore_gateway",
+            {
+                **common,
+                "GATEWAY_HOST": "127.0.0.1",
+                "GATEWAY_PORT": str(self.gateway_port),
+                "PET_SERVICE_ADDR": f"127.0.0.1:{ports['pet']}",
+                "ORDER_SERVICE_ADDR": f"127.0.0.1:{ports['order']}",
+                "USER_SERVICE_ADDR": f"127.0.0.1:{ports['user']}",
+                "PETSTORE_API_KEYS": self.api_keys,
+                "PETSTORE_SESSION_SECRET": self.session_secret,
+            },
+            self.gateway_port,
+        )
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.gateway_port}/v2"
+
+    def start(self) -> None:
+        """Launch every process and wait until each one reports healthy."""
+        try:
+            for name in (*SERVICES, "gateway"):
+                self.start_process(name)
+        except BaseException:
+            self.stop()
+            raise
+
+    def start_process(self, name: str) -> None:
+        """(Re)start one process and wait until it is healthy."""
+        spec = self.processes[name]
+        output: IO[bytes] | None = None
+        if self.log_dir is not None:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            output = (self.log_dir / f"{name}.log").open("ab")
+        spec.process = subprocess.Popen(
+            [sys.executable, "-m", spec.module],
+            env={**os.environ, **spec.env},
+            stdout=output,
+            stderr=subprocess.STDOUT if output else None,
+        )
+        if output is not None:
+            output.close()  # the child holds its own descriptor
+        self._wait_healthy(spec)
+
+    def _wait_healthy(self, spec: ProcessSpec) -> None:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            assert spec.process is not None
+            if spec.process.poll() is not None:
+                raise RuntimeError(f"{spec.name} exited with {spec.process.returncode} at start-up")
+            if self._is_healthy(spec):
+                return
+            time.sleep(0.1)
+        raise TimeoutError(f"{spec.name} not healthy after {STARTUP_TIMEOUT_SECONDS}s")
+
+    @staticmethod
+    def _is_healthy(spec: ProcessSpec) -> bool:
+        if spec.name == "gateway":
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{spec.port}/readyz", timeout=1) as r:
+                    return bool(r.status == 200)
+            except OSError:
+                return False
+        with grpc.insecure_channel(f"127.0.0.1:{spec.port}") as channel:
+            stub: Any = health_pb2_grpc.HealthStub(channel)  # the stubs' types omit Check
+            try:
+                reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
+            except grpc.RpcError:
+                return False
+            return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+    def signal(self, name: str, signum: int) -> None:
+        process = self.processes[name].process
+        if process is not None and process.poll() is None:
+            process.send_signal(signum)
+
+    def stop_process(self, name: str, timeout: float = 15.0) -> int | None:
+        """SIGTERM one process and wait for it (SIGKILL after `timeout`)."""
+        process = self.processes[name].process
+        if process is None:
+            return None
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        return process.returncode
+
+    def stop(self) -> None:
+        """Stop the gateway first, then the services, each gracefully."""
+        for name in ("gateway", *reversed(SERVICES)):
+            self.stop_process(name)
