@@ -40,14 +40,19 @@ async def ping(client: AsyncMongoClient[Document]) -> None:
 
 async def next_id(counters: AsyncCollection[Document], name: str) -> int:
     """Draw the next value of the named counter (1, 2, ...)."""
-    doc = await counters.find_one_and_update(
-        {"_id": name},
-        {"$inc": {"value": 1}},
-        upsert=True,
-        return_document=ReturnDocument.AFTER,
-    )
-    assert doc is not None  # upsert=True with AFTER always returns the document
-    return int(doc["value"])
+    for _ in range(MAX_ID_ATTEMPTS):
+        try:
+            doc = await counters.find_one_and_update(
+                {"_id": name},
+                {"$inc": {"value": 1}},
+                upsert=True,
+                return_document=ReturnDocument.AFTER,
+            )
+        except DuplicateKeyError:
+            continue  # two first draws raced to create the counter: it exists now
+        assert doc is not None  # upsert=True with AFTER always returns the document
+        return int(doc["value"])
+    raise Unavailable(f"could not draw from counter {name}")
 
 
 async def insert_with_new_id(

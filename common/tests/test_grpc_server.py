@@ -1,0 +1,138 @@
+"""The shared server bootstrap: status mapping, request ids, health, graceful stop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+import pytest
+from pymongo.errors import ServerSelectionTimeoutError
+
+from petstore_common.errors import NotFound
+from petstore_common.grpc_client import create_channel, is_serving
+from petstore_common.grpc_server import RunningService, ServiceDefinition, start_service
+from petstore_common.request_context import current_request_id
+from petstore_common.settings import ServiceSettings
+
+SERVICE = "test.v1.EchoService"
+seen_request_ids: list[str] = []
+
+
+async def _echo(request: bytes, context: Any) -> bytes:
+    seen_request_ids.append(current_request_id.get())
+    return request
+
+
+async def _missing(request: bytes, context: Any) -> bytes:
+    raise NotFound("thing 7 not found")
+
+
+async def _db_down(request: bytes, context: Any) -> bytes:
+    raise ServerSelectionTimeoutError("no servers")
+
+
+async def _bug(request: bytes, context: Any) -> bytes:
+    raise ZeroDivisionError("secret internals")
+
+
+async def _slow(request: bytes, context: Any) -> bytes:
+    await asyncio.sleep(0.5)
+    return b"done"
+
+
+def _register(server: grpc.aio.Server) -> None:
+    behaviours = {"Echo": _echo, "Missing": _missing, "DbDown": _db_down, "Bug": _bug, "Slow": _slow}
+    handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
+        name: grpc.unary_unary_rpc_method_handler(fn) for name, fn in behaviours.items()
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+
+
+class Readiness:
+    ready = True
+
+    async def check(self) -> None:
+        if not self.ready:
+            raise ConnectionError("database unreachable")
+
+
+@pytest.fixture
+def readiness() -> Readiness:
+    return Readiness()
+
+
+@pytest.fixture
+async def running(readiness: Readiness) -> AsyncIterator[RunningService]:
+    settings = ServiceSettings.from_env(
+        default_port=0, default_database="t", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0"}
+    )
+    service = await start_service(ServiceDefinition(SERVICE, _register, readiness.check), settings)
+    try:
+        yield service
+    finally:
+        await service.stop(None)
+
+
+@pytest.fixture
+async def call(running: RunningService) -> AsyncIterator[Callable[[str], Awaitable[bytes]]]:
+    async with create_channel(f"127.0.0.1:{running.port}") as channel:
+
+        async def invoke(method: str) -> bytes:
+            stub: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(f"/{SERVICE}/{method}")
+            result: bytes = await stub(b"ping", timeout=5)
+            return result
+
+        yield invoke
+
+
+@pytest.mark.parametrize(
+    ("method", "code", "message"),
+    [
+        ("Missing", grpc.StatusCode.NOT_FOUND, "thing 7 not found"),
+        ("DbDown", grpc.StatusCode.UNAVAILABLE, "the database is unavailable"),
+        ("Bug", grpc.StatusCode.INTERNAL, "internal error"),
+    ],
+)
+async def test_errors_become_statuses_with_safe_messages(
+    call: Callable[[str], Awaitable[bytes]], method: str, code: grpc.StatusCode, message: str
+) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await call(method)
+    assert caught.value.code() == code
+    assert caught.value.details() == message
+
+
+async def test_the_callers_request_id_reaches_the_handler(call: Callable[[str], Awaitable[bytes]]) -> None:
+    token = current_request_id.set("trace-42")
+    try:
+        assert await call("Echo") == b"ping"
+    finally:
+        current_request_id.reset(token)
+    assert seen_request_ids[-1] == "trace-42"
+
+
+async def test_health_follows_readiness(running: RunningService, readiness: Readiness) -> None:
+    async with create_channel(f"127.0.0.1:{running.port}") as channel:
+        assert await is_serving(channel, SERVICE)
+        readiness.ready = False
+        for _ in range(50):
+            if not await is_serving(channel, SERVICE):
+                break
+            await asyncio.sleep(0.1)
+        assert not await is_serving(channel, "")
+
+
+async def test_graceful_stop_lets_in_flight_calls_finish(running: RunningService) -> None:
+    async with create_channel(f"127.0.0.1:{running.port}") as channel:
+        slow: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(f"/{SERVICE}/Slow")
+
+        async def call_slow() -> bytes:
+            result: bytes = await slow(b"", timeout=5)
+            return result
+
+        in_flight = asyncio.create_task(call_slow())
+        await asyncio.sleep(0.1)
+        await running.stop(grace=2)
+        assert await in_flight == b"done"
