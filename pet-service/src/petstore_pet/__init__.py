@@ -1,0 +1,1 @@
+"""The Petstore pet service: owns pets and their images (gRPC petstore.pet.v1.PetService)."""

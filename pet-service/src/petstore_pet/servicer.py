@@ -1,0 +1,85 @@
+"""PetService RPCs: check the request, ask the store, shape the response.
+
+Errors are raised as petstore_common.errors exceptions; the shared server interceptor turns
+them into gRPC statuses with their messages.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import grpc
+
+from petstore.pet.v1 import pet_service_pb2, pet_service_pb2_grpc
+from petstore_pet import validation
+from petstore_pet.paging import decode_page_token, encode_page_token, filter_fingerprint
+from petstore_pet.storage.base import PetImage, PetStore
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
+    def __init__(self, store: PetStore) -> None:
+        self._store = store
+
+    async def GetPet(
+        self, request: pet_service_pb2.GetPetRequest, context: Context
+    ) -> pet_service_pb2.GetPetResponse:
+        pet = await self._store.get(validation.check_id(request.id))
+        return pet_service_pb2.GetPetResponse(pet=pet)
+
+    async def CreatePet(
+        self, request: pet_service_pb2.CreatePetRequest, context: Context
+    ) -> pet_service_pb2.CreatePetResponse:
+        validation.check_new_pet(request.pet)
+        return pet_service_pb2.CreatePetResponse(pet=await self._store.create(request.pet))
+
+    async def UpdatePet(
+        self, request: pet_service_pb2.UpdatePetRequest, context: Context
+    ) -> pet_service_pb2.UpdatePetResponse:
+        fields = validation.update_fields(request.pet, request.update_mask)
+        return pet_service_pb2.UpdatePetResponse(pet=await self._store.update(request.pet, fields))
+
+    async def DeletePet(
+        self, request: pet_service_pb2.DeletePetRequest, context: Context
+    ) -> pet_service_pb2.DeletePetResponse:
+        await self._store.delete(validation.check_id(request.id))
+        return pet_service_pb2.DeletePetResponse()
+
+    async def ListPets(
+        self, request: pet_service_pb2.ListPetsRequest, context: Context
+    ) -> pet_service_pb2.ListPetsResponse:
+        statuses, tag_names = list(request.statuses), list(request.tag_names)
+        validation.check_list_filter(statuses, tag_names)
+        size = validation.page_size(request.page_size)
+        fingerprint = filter_fingerprint(statuses, tag_names)
+        after_id = decode_page_token(request.page_token, fingerprint)
+        # One extra pet tells whether another page exists without a second query.
+        pets = await self._store.find(
+            statuses=statuses, tag_names=tag_names, after_id=after_id, limit=size + 1
+        )
+        next_token = encode_page_token(pets[size - 1].id, fingerprint) if len(pets) > size else ""
+        return pet_service_pb2.ListPetsResponse(pets=pets[:size], next_page_token=next_token)
+
+    async def GetInventory(
+        self, request: pet_service_pb2.GetInventoryRequest, context: Context
+    ) -> pet_service_pb2.GetInventoryResponse:
+        return pet_service_pb2.GetInventoryResponse(counts=await self._store.count_by_status())
+
+    async def UploadPetImage(
+        self, request: pet_service_pb2.UploadPetImageRequest, context: Context
+    ) -> pet_service_pb2.UploadPetImageResponse:
+        pet_id = validation.check_id(request.pet_id, "pet_id")
+        content_type = validation.image_content_type(request.content_type, request.data)
+        validation.check_image_details(request.additional_metadata, request.file_name)
+        image = PetImage(
+            image_id=uuid.uuid4().hex,
+            pet_id=pet_id,
+            content_type=content_type,
+            data=request.data,
+            additional_metadata=request.additional_metadata,
+            file_name=request.file_name,
+        )
+        await self._store.add_image(image)
+        return pet_service_pb2.UploadPetImageResponse(image_id=image.image_id, size_bytes=image.size)

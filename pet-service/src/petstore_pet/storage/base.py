@@ -1,0 +1,96 @@
+"""The storage contract both stores fulfil; protobuf `Pet` messages are the currency."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Protocol, TypeAlias
+
+from petstore.pet.v1 import pet_pb2
+
+PET_FIELDS: tuple[str, ...] = ("name", "status", "category", "photo_urls", "tags")
+"""The fields of a pet an update may write (every field but the id)."""
+
+Status: TypeAlias = pet_pb2.PetStatus.ValueType
+"""A PetStatus enum value."""
+
+STATUS_NAMES: Mapping[Status, str] = {
+    pet_pb2.PET_STATUS_AVAILABLE: "available",
+    pet_pb2.PET_STATUS_PENDING: "pending",
+    pet_pb2.PET_STATUS_SOLD: "sold",
+}
+"""How a status is stored and counted; PET_STATUS_UNSPECIFIED is stored as an absent status."""
+
+
+@dataclass(frozen=True, slots=True)
+class PetImage:
+    """An uploaded image of a pet."""
+
+    image_id: str
+    pet_id: int
+    content_type: str
+    data: bytes
+    additional_metadata: str
+    file_name: str
+    """As the client named it: for display only, never used as a path."""
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+
+def not_found(pet_id: int) -> str:
+    return f"pet {pet_id} not found"
+
+
+def already_exists(pet_id: int) -> str:
+    return f"pet {pet_id} already exists"
+
+
+def empty_inventory() -> dict[str, int]:
+    """Every status name with a zero count, so callers always see all three keys."""
+    return dict.fromkeys(STATUS_NAMES.values(), 0)
+
+
+class PetStore(Protocol):
+    """Pets keyed by a positive integer id, and their images.
+
+    Every method raises petstore_common.errors.NotFound / AlreadyExists with a client-safe
+    message; stored and returned pets are copies, never shared with the caller.
+    """
+
+    async def ensure_indexes(self) -> None:
+        """Create the indexes the queries need (idempotent)."""
+
+    async def ping(self) -> None:
+        """Raise when the store cannot be reached."""
+
+    async def get(self, pet_id: int) -> pet_pb2.Pet:
+        """The pet with this id; NotFound when absent."""
+
+    async def create(self, pet: pet_pb2.Pet) -> pet_pb2.Pet:
+        """Store a new pet under its own id (AlreadyExists when taken) or, without one, a fresh id."""
+
+    async def update(self, pet: pet_pb2.Pet, fields: Collection[str]) -> pet_pb2.Pet:
+        """Write `fields` (from PET_FIELDS) of `pet` onto the pet with pet.id; NotFound when absent.
+
+        A field absent in `pet` (no category, status unspecified) is removed from the stored pet.
+        """
+
+    async def delete(self, pet_id: int) -> None:
+        """Remove the pet and its images; NotFound when absent."""
+
+    async def find(
+        self, *, statuses: Collection[Status], tag_names: Collection[str], after_id: int, limit: int
+    ) -> list[pet_pb2.Pet]:
+        """Pets with any of `statuses` or a tag named any of `tag_names`, each once, by id,
+        only ids above `after_id`, at most `limit` of them."""
+
+    async def count_by_status(self) -> dict[str, int]:
+        """The number of pets per status name, every name present (pets without status uncounted)."""
+
+    async def add_image(self, image: PetImage) -> None:
+        """Store an image of an existing pet; NotFound when the pet is absent."""
+
+    async def list_images(self, pet_id: int) -> list[PetImage]:
+        """The images stored for a pet, in no particular order."""

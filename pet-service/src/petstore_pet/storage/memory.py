@@ -1,0 +1,105 @@
+"""The embedded store used when no MONGODB_URI is given (development, tests).
+
+No method awaits while it reads or writes, so on one event loop each call is atomic.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Collection
+
+from google.protobuf.field_mask_pb2 import FieldMask
+
+from petstore.pet.v1 import pet_pb2
+from petstore_common.errors import AlreadyExists, NotFound
+from petstore_pet.storage.base import (
+    STATUS_NAMES,
+    PetImage,
+    Status,
+    already_exists,
+    empty_inventory,
+    not_found,
+)
+
+
+class MemoryPetStore:
+    def __init__(self) -> None:
+        self._pets: dict[int, pet_pb2.Pet] = {}
+        self._images: dict[str, PetImage] = {}
+        self._last_assigned_id = 0
+
+    async def ensure_indexes(self) -> None:
+        """Nothing to index: lists scan the dict."""
+
+    async def ping(self) -> None:
+        """Always reachable."""
+
+    async def get(self, pet_id: int) -> pet_pb2.Pet:
+        return _copy(self._stored(pet_id))
+
+    async def create(self, pet: pet_pb2.Pet) -> pet_pb2.Pet:
+        stored = _copy(pet)
+        if stored.HasField("id"):
+            if stored.id in self._pets:
+                raise AlreadyExists(already_exists(stored.id))
+        else:
+            # Like the Mongo counter: draw the next number, skipping ids clients chose.
+            stored.id = next(i for i in itertools.count(self._last_assigned_id + 1) if i not in self._pets)
+            self._last_assigned_id = stored.id
+        self._pets[stored.id] = stored
+        return _copy(stored)
+
+    async def update(self, pet: pet_pb2.Pet, fields: Collection[str]) -> pet_pb2.Pet:
+        stored = self._stored(pet.id)
+        # Replace (not merge) named message and repeated fields; absent ones are cleared.
+        FieldMask(paths=sorted(fields)).MergeMessage(
+            pet, stored, replace_message_field=True, replace_repeated_field=True
+        )
+        return _copy(stored)
+
+    async def delete(self, pet_id: int) -> None:
+        self._stored(pet_id)
+        del self._pets[pet_id]
+        for image_id in [i for i, image in self._images.items() if image.pet_id == pet_id]:
+            del self._images[image_id]
+
+    async def find(
+        self, *, statuses: Collection[Status], tag_names: Collection[str], after_id: int, limit: int
+    ) -> list[pet_pb2.Pet]:
+        wanted_statuses, wanted_tags = set(statuses), set(tag_names)
+        found: list[pet_pb2.Pet] = []
+        for pet_id in sorted(i for i in self._pets if i > after_id):
+            if len(found) >= limit:
+                break
+            pet = self._pets[pet_id]
+            tagged = any(tag.HasField("name") and tag.name in wanted_tags for tag in pet.tags)
+            if pet.status in wanted_statuses or tagged:
+                found.append(_copy(pet))
+        return found
+
+    async def count_by_status(self) -> dict[str, int]:
+        counts = empty_inventory()
+        for pet in self._pets.values():
+            name = STATUS_NAMES.get(pet.status)
+            if name is not None:
+                counts[name] += 1
+        return counts
+
+    async def add_image(self, image: PetImage) -> None:
+        self._stored(image.pet_id)
+        self._images[image.image_id] = image
+
+    async def list_images(self, pet_id: int) -> list[PetImage]:
+        return [image for image in self._images.values() if image.pet_id == pet_id]
+
+    def _stored(self, pet_id: int) -> pet_pb2.Pet:
+        try:
+            return self._pets[pet_id]
+        except KeyError:
+            raise NotFound(not_found(pet_id)) from None
+
+
+def _copy(pet: pet_pb2.Pet) -> pet_pb2.Pet:
+    copy = pet_pb2.Pet()
+    copy.CopyFrom(pet)
+    return copy

@@ -1,0 +1,128 @@
+"""The MongoDB store (PyMongo's async API): collections pets, pet_images and counters."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from pymongo import ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+
+from petstore.pet.v1 import pet_pb2
+from petstore_common.errors import AlreadyExists, NotFound
+from petstore_common.mongo import insert_with_new_id, ping
+from petstore_pet.storage.base import PetImage, Status, already_exists, empty_inventory, not_found
+from petstore_pet.storage.documents import (
+    Document,
+    image_from_document,
+    image_to_document,
+    pet_from_document,
+    pet_to_document,
+    status_name,
+)
+
+PET_ID_COUNTER = "pets"
+
+
+class MongoPetStore:
+    """Pets are documents whose `_id` is the pet id; images live in their own collection."""
+
+    def __init__(self, database: AsyncDatabase[Document]) -> None:
+        self._database = database
+        self._pets = database["pets"]
+        self._images = database["pet_images"]
+        self._counters = database["counters"]
+
+    async def ensure_indexes(self) -> None:
+        await self._pets.create_index("status")
+        await self._pets.create_index("tags.name")
+        await self._images.create_index("pet_id")
+
+    async def ping(self) -> None:
+        await ping(self._database.client)
+
+    async def get(self, pet_id: int) -> pet_pb2.Pet:
+        document = await self._pets.find_one({"_id": pet_id})
+        if document is None:
+            raise NotFound(not_found(pet_id))
+        return pet_from_document(document)
+
+    async def create(self, pet: pet_pb2.Pet) -> pet_pb2.Pet:
+        document = pet_to_document(pet)
+        if "_id" in document:
+            try:
+                await self._pets.insert_one(document)
+            except DuplicateKeyError:
+                # `_id` is the collection's only unique index: the id is taken.
+                raise AlreadyExists(already_exists(pet.id)) from None
+        else:
+            document = await insert_with_new_id(
+                self._pets, self._counters, PET_ID_COUNTER, lambda new_id: {"_id": new_id, **document}
+            )
+        return pet_from_document(document)
+
+    async def update(self, pet: pet_pb2.Pet, fields: Collection[str]) -> pet_pb2.Pet:
+        document = pet_to_document(pet)
+        changes: dict[str, dict[str, Any]] = {}
+        if present := {field: document[field] for field in fields if field in document}:
+            changes["$set"] = present
+        if absent := {field: "" for field in fields if field not in document}:
+            changes["$unset"] = absent
+        updated = await self._pets.find_one_and_update(
+            {"_id": pet.id}, changes, return_document=ReturnDocument.AFTER
+        )
+        if updated is None:
+            raise NotFound(not_found(pet.id))
+        return pet_from_document(updated)
+
+    async def delete(self, pet_id: int) -> None:
+        result = await self._pets.delete_one({"_id": pet_id})
+        if result.deleted_count == 0:
+            raise NotFound(not_found(pet_id))
+        await self._images.delete_many({"pet_id": pet_id})
+
+    async def find(
+        self, *, statuses: Collection[Status], tag_names: Collection[str], after_id: int, limit: int
+    ) -> list[pet_pb2.Pet]:
+        clauses: list[Document] = []
+        if names := [name for name in map(status_name, statuses) if name is not None]:
+            clauses.append({"status": {"$in": names}})
+        if tag_names:
+            clauses.append({"tags.name": {"$in": list(tag_names)}})
+        if not clauses:
+            return []
+        query: Document = {"_id": {"$gt": after_id}}
+        query |= clauses[0] if len(clauses) == 1 else {"$or": clauses}
+        cursor = self._pets.find(query).sort("_id", 1).limit(limit)
+        return [pet_from_document(document) async for document in cursor]
+
+    async def count_by_status(self) -> dict[str, int]:
+        counts = empty_inventory()
+        # FerretDB v1 supports $match and $group (its buildInfo lists both): the server counts.
+        pipeline: list[Document] = [
+            {"$match": {"status": {"$exists": True}}},
+            {"$group": {"_id": "$status", "count": {"$sum": 1}}},
+        ]
+        async for row in await self._pets.aggregate(pipeline):
+            if row["_id"] in counts:
+                counts[row["_id"]] = int(row["count"])
+        return counts
+
+    async def add_image(self, image: PetImage) -> None:
+        await self._require_pet(image.pet_id)
+        await self._images.insert_one(image_to_document(image))
+        # A DeletePet may have removed the pet (and its images) between the check and the
+        # insert: look again so no image outlives its pet.
+        try:
+            await self._require_pet(image.pet_id)
+        except NotFound:
+            await self._images.delete_one({"_id": image.image_id})
+            raise
+
+    async def list_images(self, pet_id: int) -> list[PetImage]:
+        return [image_from_document(document) async for document in self._images.find({"pet_id": pet_id})]
+
+    async def _require_pet(self, pet_id: int) -> None:
+        if await self._pets.find_one({"_id": pet_id}, projection={"_id": 1}) is None:
+            raise NotFound(not_found(pet_id))

@@ -1,0 +1,148 @@
+"""The service is the authority on values and bounds: each check raises InvalidArgument."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Collection, Sequence
+
+from google.protobuf.field_mask_pb2 import FieldMask
+
+from petstore.pet.v1 import pet_pb2
+from petstore_common.errors import InvalidArgument
+from petstore_pet.storage.base import PET_FIELDS, STATUS_NAMES, Status
+
+MAX_NAME_CHARS = 256
+MAX_PHOTO_URLS = 64
+MAX_PHOTO_URL_CHARS = 2048
+MAX_TAGS = 64
+MAX_TAG_NAME_FILTERS = 64
+DEFAULT_PAGE_SIZE = 100
+MAX_PAGE_SIZE = 1000
+MAX_IMAGE_BYTES = 1024 * 1024
+MAX_IMAGE_METADATA_CHARS = 1024
+MAX_FILE_NAME_CHARS = 256
+
+# What each accepted image type's bytes must start with.
+_IMAGE_SIGNATURES: dict[str, tuple[bytes, ...]] = {
+    "image/png": (b"\x89PNG\r\n\x1a\n",),
+    "image/jpeg": (b"\xff\xd8\xff",),
+    "image/gif": (b"GIF87a", b"GIF89a"),
+    "image/webp": (b"RIFF",),  # plus "WEBP" at offset 8, checked below
+}
+
+
+def check_id(value: int, field: str = "id") -> int:
+    """Ids are 1..2^63-1; int64 already bounds the top."""
+    if value <= 0:
+        raise InvalidArgument(f"{field} must be positive")
+    return value
+
+
+def check_new_pet(pet: pet_pb2.Pet) -> None:
+    """A pet to create: every field, and the id when the client chose one."""
+    if pet.HasField("id"):
+        check_id(pet.id)
+    check_pet_fields(pet, PET_FIELDS)
+
+
+def update_fields(pet: pet_pb2.Pet, mask: FieldMask) -> tuple[str, ...]:
+    """The fields an UpdatePet writes (all when the mask is empty), each checked."""
+    if not pet.HasField("id"):
+        raise InvalidArgument("id is required")
+    check_id(pet.id)
+    fields = PET_FIELDS
+    if mask.paths:
+        for path in mask.paths:
+            if path not in PET_FIELDS:
+                raise InvalidArgument(
+                    f"update_mask path {path!r} is not supported; use {', '.join(PET_FIELDS)}"
+                )
+        fields = tuple(field for field in PET_FIELDS if field in mask.paths)
+    check_pet_fields(pet, fields)
+    return fields
+
+
+def check_pet_fields(pet: pet_pb2.Pet, fields: Collection[str]) -> None:
+    if "name" in fields:
+        if not pet.name.strip():
+            raise InvalidArgument("name is required")
+        check_text(pet.name, "name")
+    if "status" in fields and pet.status != pet_pb2.PET_STATUS_UNSPECIFIED:
+        check_status(pet.status)
+    if "category" in fields and pet.HasField("category"):
+        _check_label(pet.category, "category")
+    if "photo_urls" in fields:
+        if len(pet.photo_urls) > MAX_PHOTO_URLS:
+            raise InvalidArgument(f"photo_urls must have at most {MAX_PHOTO_URLS} entries")
+        for index, url in enumerate(pet.photo_urls):
+            check_text(url, f"photo_urls[{index}]", max_chars=MAX_PHOTO_URL_CHARS)
+    if "tags" in fields:
+        if len(pet.tags) > MAX_TAGS:
+            raise InvalidArgument(f"tags must have at most {MAX_TAGS} entries")
+        for index, tag in enumerate(pet.tags):
+            _check_label(tag, f"tags[{index}]")
+
+
+def check_status(status: int) -> None:
+    if status not in STATUS_NAMES:
+        raise InvalidArgument(f"status {status} is not a valid pet status")
+
+
+def check_text(value: str, field: str, *, max_chars: int = MAX_NAME_CHARS) -> None:
+    if len(value) > max_chars:
+        raise InvalidArgument(f"{field} must be at most {max_chars} characters")
+    if any(unicodedata.category(char) == "Cc" for char in value):
+        raise InvalidArgument(f"{field} must not contain control characters")
+
+
+def check_list_filter(statuses: Sequence[Status], tag_names: Sequence[str]) -> None:
+    """ListPets needs at least one filter; each must be a real status or a tag name."""
+    if not statuses and not tag_names:
+        raise InvalidArgument("at least one status or tag name is required")
+    for status in statuses:
+        check_status(status)
+    if len(tag_names) > MAX_TAG_NAME_FILTERS:
+        raise InvalidArgument(f"tag_names must have at most {MAX_TAG_NAME_FILTERS} entries")
+    for index, name in enumerate(tag_names):
+        if not name:
+            raise InvalidArgument(f"tag_names[{index}] must not be empty")
+        check_text(name, f"tag_names[{index}]")
+
+
+def page_size(requested: int) -> int:
+    """The server's default when zero, its cap when larger."""
+    if requested < 0:
+        raise InvalidArgument("page_size must not be negative")
+    if requested == 0:
+        return DEFAULT_PAGE_SIZE
+    return min(requested, MAX_PAGE_SIZE)
+
+
+def image_content_type(content_type: str, data: bytes) -> str:
+    """The accepted media type of an upload whose bytes really are that type."""
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    if media_type not in _IMAGE_SIGNATURES:
+        raise InvalidArgument(f"content_type must be one of {', '.join(sorted(_IMAGE_SIGNATURES))}")
+    if not data:
+        raise InvalidArgument("image data is required")
+    if len(data) > MAX_IMAGE_BYTES:
+        raise InvalidArgument(f"image must be at most {MAX_IMAGE_BYTES} bytes")
+    matches = data.startswith(_IMAGE_SIGNATURES[media_type])
+    if media_type == "image/webp":
+        matches = matches and data[8:12] == b"WEBP"
+    if not matches:
+        raise InvalidArgument(f"image data is not {media_type}")
+    return media_type
+
+
+def check_image_details(additional_metadata: str, file_name: str) -> None:
+    if len(additional_metadata) > MAX_IMAGE_METADATA_CHARS:
+        raise InvalidArgument(f"additional_metadata must be at most {MAX_IMAGE_METADATA_CHARS} characters")
+    check_text(file_name, "file_name", max_chars=MAX_FILE_NAME_CHARS)
+
+
+def _check_label(label: pet_pb2.Category | pet_pb2.Tag, field: str) -> None:
+    if label.HasField("id"):
+        check_id(label.id, f"{field}.id")
+    if label.HasField("name"):
+        check_text(label.name, f"{field}.name")

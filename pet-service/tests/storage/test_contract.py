@@ -1,0 +1,286 @@
+"""One contract, both stores: the embedded store must behave exactly like the MongoDB one."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from pymongo import AsyncMongoClient
+
+from petstore.pet.v1 import pet_pb2
+from petstore_common.errors import AlreadyExists, NotFound
+from petstore_pet.storage.base import PET_FIELDS, PetImage, PetStore
+from petstore_pet.storage.documents import Document
+from petstore_pet.storage.memory import MemoryPetStore
+from petstore_pet.storage.mongo import MongoPetStore
+
+AVAILABLE = pet_pb2.PET_STATUS_AVAILABLE
+PENDING = pet_pb2.PET_STATUS_PENDING
+SOLD = pet_pb2.PET_STATUS_SOLD
+
+
+@pytest.fixture
+def memory_store() -> MemoryPetStore:
+    return MemoryPetStore()
+
+
+@pytest.fixture
+async def mongo_store(mongodb_uri: str, mongo_database: str) -> AsyncIterator[MongoPetStore]:
+    client: AsyncMongoClient[Document] = AsyncMongoClient(mongodb_uri, serverSelectionTimeoutMS=3000)
+    try:
+        store = MongoPetStore(client[mongo_database])
+        await store.ensure_indexes()
+        yield store
+    finally:
+        await client.close()
+
+
+@pytest.fixture(params=["memory", pytest.param("mongo", marks=pytest.mark.mongo)])
+def store(request: pytest.FixtureRequest) -> PetStore:
+    implementation: PetStore = request.getfixturevalue(f"{request.param}_store")
+    return implementation
+
+
+def a_pet(name: str = "Rex", **fields: object) -> pet_pb2.Pet:
+    return pet_pb2.Pet(name=name, **fields)  # type: ignore[arg-type]
+
+
+def a_full_pet() -> pet_pb2.Pet:
+    return pet_pb2.Pet(
+        name="Rex",
+        category=pet_pb2.Category(id=4, name="Dogs"),
+        photo_urls=["https://example.com/rex.png", "https://example.com/rex2.png"],
+        tags=[pet_pb2.Tag(id=9, name="good"), pet_pb2.Tag(name="loud"), pet_pb2.Tag(id=3)],
+        status=PENDING,
+    )
+
+
+def without_id(pet: pet_pb2.Pet) -> pet_pb2.Pet:
+    copy = pet_pb2.Pet()
+    copy.CopyFrom(pet)
+    copy.ClearField("id")
+    return copy
+
+
+async def test_create_then_get_round_trips_every_field(store: PetStore) -> None:
+    created = await store.create(a_full_pet())
+
+    assert created.HasField("id")
+    assert created.id > 0
+    assert without_id(created) == a_full_pet()
+    assert await store.get(created.id) == created
+
+
+async def test_absent_optional_fields_stay_absent(store: PetStore) -> None:
+    created = await store.create(a_pet(category=pet_pb2.Category(), tags=[pet_pb2.Tag(name="x")]))
+
+    read = await store.get(created.id)
+    assert read.HasField("category")
+    assert not read.category.HasField("id")
+    assert not read.category.HasField("name")
+    assert not read.tags[0].HasField("id")
+    assert read.status == pet_pb2.PET_STATUS_UNSPECIFIED
+    assert list(read.photo_urls) == []
+    assert not (await store.get((await store.create(a_pet())).id)).HasField("category")
+
+
+async def test_assigned_ids_are_distinct_and_increasing(store: PetStore) -> None:
+    ids = [(await store.create(a_pet())).id for _ in range(3)]
+
+    assert ids == sorted(set(ids))
+    assert ids[0] > 0
+
+
+async def test_client_chosen_id_is_kept(store: PetStore) -> None:
+    created = await store.create(a_pet(id=7))
+
+    assert created.id == 7
+    assert (await store.get(7)).name == "Rex"
+
+
+async def test_taken_id_is_already_exists_and_never_overwrites(store: PetStore) -> None:
+    await store.create(a_pet("First", id=7))
+
+    with pytest.raises(AlreadyExists, match=r"^pet 7 already exists$"):
+        await store.create(a_pet("Second", id=7))
+    assert (await store.get(7)).name == "First"
+
+
+async def test_concurrent_creates_get_distinct_ids(store: PetStore) -> None:
+    created = await asyncio.gather(*(store.create(a_pet(f"pet-{n}")) for n in range(40)))
+
+    ids = {pet.id for pet in created}
+    assert len(ids) == 40
+    for pet in created:
+        assert (await store.get(pet.id)).name == pet.name
+
+
+async def test_allocation_skips_a_client_chosen_id_ahead_of_the_counter(store: PetStore) -> None:
+    await store.create(a_pet("Chosen", id=2))
+
+    assigned = [(await store.create(a_pet())).id for _ in range(2)]
+
+    assert assigned == [1, 3]
+    assert (await store.get(2)).name == "Chosen"
+
+
+async def test_get_of_an_unknown_id_is_not_found(store: PetStore) -> None:
+    with pytest.raises(NotFound, match=r"^pet 404 not found$"):
+        await store.get(404)
+
+
+async def test_update_of_every_field_replaces_the_pet(store: PetStore) -> None:
+    created = await store.create(a_full_pet())
+
+    updated = await store.update(pet_pb2.Pet(id=created.id, name="Max", photo_urls=["u"]), PET_FIELDS)
+
+    assert updated == pet_pb2.Pet(id=created.id, name="Max", photo_urls=["u"])
+    assert await store.get(created.id) == updated
+
+
+async def test_update_of_some_fields_keeps_the_others(store: PetStore) -> None:
+    created = await store.create(a_full_pet())
+
+    updated = await store.update(pet_pb2.Pet(id=created.id, name="Max", status=SOLD), ["name", "status"])
+
+    expected = pet_pb2.Pet()
+    expected.CopyFrom(created)
+    expected.name, expected.status = "Max", SOLD
+    assert updated == expected
+    assert await store.get(created.id) == expected
+
+
+async def test_update_can_clear_a_field(store: PetStore) -> None:
+    created = await store.create(a_full_pet())
+
+    updated = await store.update(pet_pb2.Pet(id=created.id), ["category", "status", "tags"])
+
+    assert not updated.HasField("category")
+    assert updated.status == pet_pb2.PET_STATUS_UNSPECIFIED
+    assert list(updated.tags) == []
+    assert updated.name == "Rex"
+
+
+async def test_update_of_an_unknown_id_is_not_found(store: PetStore) -> None:
+    with pytest.raises(NotFound, match=r"^pet 99 not found$"):
+        await store.update(a_pet(id=99), PET_FIELDS)
+
+
+async def test_delete_removes_the_pet(store: PetStore) -> None:
+    created = await store.create(a_pet())
+
+    await store.delete(created.id)
+
+    with pytest.raises(NotFound):
+        await store.get(created.id)
+    with pytest.raises(NotFound, match=rf"^pet {created.id} not found$"):
+        await store.delete(created.id)
+
+
+async def test_find_by_status_orders_by_id(store: PetStore) -> None:
+    for pet_id, status in [(5, AVAILABLE), (2, SOLD), (3, AVAILABLE), (1, PENDING), (4, AVAILABLE)]:
+        await store.create(a_pet(id=pet_id, status=status))
+    await store.create(a_pet(id=6))  # no status: matches no status filter
+
+    found = await store.find(statuses=[AVAILABLE, PENDING], tag_names=[], after_id=0, limit=100)
+
+    assert [pet.id for pet in found] == [1, 3, 4, 5]
+
+
+async def test_find_by_tags_returns_each_pet_once(store: PetStore) -> None:
+    await store.create(a_pet(id=1, tags=[pet_pb2.Tag(name="a"), pet_pb2.Tag(name="b")]))
+    await store.create(a_pet(id=2, tags=[pet_pb2.Tag(name="c")]))
+    await store.create(a_pet(id=3, tags=[pet_pb2.Tag(name="b"), pet_pb2.Tag(id=1)]))
+    await store.create(a_pet(id=4, tags=[pet_pb2.Tag(id=5)]))
+
+    found = await store.find(statuses=[], tag_names=["a", "b"], after_id=0, limit=100)
+
+    assert [pet.id for pet in found] == [1, 3]
+
+
+async def test_find_combines_statuses_and_tags_with_or(store: PetStore) -> None:
+    await store.create(a_pet(id=1, status=SOLD, tags=[pet_pb2.Tag(name="a")]))
+    await store.create(a_pet(id=2, status=SOLD))
+    await store.create(a_pet(id=3, tags=[pet_pb2.Tag(name="a")]))
+    await store.create(a_pet(id=4, status=PENDING, tags=[pet_pb2.Tag(name="z")]))
+
+    found = await store.find(statuses=[SOLD], tag_names=["a"], after_id=0, limit=100)
+
+    assert [pet.id for pet in found] == [1, 2, 3]
+
+
+async def test_find_pages_by_last_id_and_limit(store: PetStore) -> None:
+    for pet_id in range(1, 8):
+        await store.create(a_pet(id=pet_id, status=AVAILABLE if pet_id != 4 else SOLD))
+
+    pages: list[list[int]] = []
+    after_id = 0
+    while page := await store.find(statuses=[AVAILABLE], tag_names=[], after_id=after_id, limit=2):
+        pages.append([pet.id for pet in page])
+        after_id = page[-1].id
+
+    assert pages == [[1, 2], [3, 5], [6, 7]]
+
+
+async def test_find_returns_full_pets(store: PetStore) -> None:
+    created = await store.create(a_full_pet())
+
+    assert await store.find(statuses=[PENDING], tag_names=[], after_id=0, limit=1) == [created]
+
+
+async def test_inventory_counts_every_status(store: PetStore) -> None:
+    assert await store.count_by_status() == {"available": 0, "pending": 0, "sold": 0}
+
+    for status in [AVAILABLE, AVAILABLE, SOLD, pet_pb2.PET_STATUS_UNSPECIFIED]:
+        await store.create(a_pet(status=status))
+
+    assert await store.count_by_status() == {"available": 2, "pending": 0, "sold": 1}
+
+
+def an_image(pet_id: int, image_id: str = "0" * 32) -> PetImage:
+    return PetImage(
+        image_id=image_id,
+        pet_id=pet_id,
+        content_type="image/png",
+        data=b"\x89PNG\r\n\x1a\n" + bytes(range(256)),
+        additional_metadata="front view",
+        file_name="../rex.png",
+    )
+
+
+async def test_images_are_stored_with_their_pet(store: PetStore) -> None:
+    pet = await store.create(a_pet())
+    other = await store.create(a_pet())
+
+    await store.add_image(an_image(pet.id, "a" * 32))
+    await store.add_image(an_image(other.id, "b" * 32))
+
+    assert await store.list_images(pet.id) == [an_image(pet.id, "a" * 32)]
+
+
+async def test_an_image_of_an_unknown_pet_is_not_found(store: PetStore) -> None:
+    with pytest.raises(NotFound, match=r"^pet 31 not found$"):
+        await store.add_image(an_image(31))
+    assert await store.list_images(31) == []
+
+
+async def test_delete_removes_the_pets_images(store: PetStore) -> None:
+    pet = await store.create(a_pet())
+    other = await store.create(a_pet())
+    await store.add_image(an_image(pet.id, "a" * 32))
+    await store.add_image(an_image(other.id, "b" * 32))
+
+    await store.delete(pet.id)
+
+    assert await store.list_images(pet.id) == []
+    assert len(await store.list_images(other.id)) == 1
+
+
+async def test_stored_pets_are_copies(store: PetStore) -> None:
+    pet = a_pet()
+    created = await store.create(pet)
+    pet.name = "changed by the caller"
+    created.name = "changed too"
+
+    assert (await store.get(created.id)).name == "Rex"

@@ -1,0 +1,66 @@
+"""Page tokens: opaque round trips, and forged or foreign tokens are refused."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from petstore.pet.v1 import pet_pb2
+from petstore_common.errors import InvalidArgument
+from petstore_pet.paging import decode_page_token, encode_page_token, filter_fingerprint
+
+SOLD = pet_pb2.PET_STATUS_SOLD
+PENDING = pet_pb2.PET_STATUS_PENDING
+
+
+def _raw(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode()
+
+
+def test_a_token_carries_the_last_id_back() -> None:
+    fingerprint = filter_fingerprint([SOLD], ["a"])
+
+    token = encode_page_token(2**63 - 1, fingerprint)
+
+    assert str(2**63 - 1) not in token  # opaque, not the bare id
+    assert decode_page_token(token, fingerprint) == 2**63 - 1
+
+
+def test_no_token_starts_at_the_beginning() -> None:
+    assert decode_page_token("", filter_fingerprint([SOLD], [])) == 0
+
+
+def test_the_fingerprint_ignores_order_and_repeats() -> None:
+    assert filter_fingerprint([SOLD, PENDING], ["b", "a"]) == filter_fingerprint(
+        [PENDING, SOLD, SOLD], ["a", "b"]
+    )
+    assert filter_fingerprint([SOLD], []) != filter_fingerprint([], ["3"])
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "not a token",
+        "%%%",
+        "é",
+        _raw("v1:abc:0123"),
+        _raw("v1:0:0123"),
+        _raw("v1:-4:0123"),
+        _raw("v1:+4:0123"),
+        _raw(f"v1:{2**63}:0123"),
+        _raw("v2:4:0123"),
+        _raw("v1:4"),
+        base64.urlsafe_b64encode(b"\xff\xfe").decode(),
+    ],
+)
+def test_malformed_tokens_are_invalid(token: str) -> None:
+    with pytest.raises(InvalidArgument, match=r"^page_token is invalid$"):
+        decode_page_token(token, "0123")
+
+
+def test_a_token_of_another_filter_is_invalid() -> None:
+    token = encode_page_token(5, filter_fingerprint([SOLD], []))
+
+    with pytest.raises(InvalidArgument, match=r"^page_token does not belong to this filter$"):
+        decode_page_token(token, filter_fingerprint([PENDING], []))

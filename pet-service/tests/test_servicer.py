@@ -1,0 +1,335 @@
+"""PetService over a real in-process gRPC server (memory store), called through the stub."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import grpc
+import pytest
+from google.protobuf.field_mask_pb2 import FieldMask
+
+from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
+from petstore_common.grpc_client import create_channel, is_serving
+from petstore_common.grpc_server import RunningService, start_service
+from petstore_common.settings import ServiceSettings
+from petstore_pet.service import SERVICE_NAME, build_definition
+from petstore_pet.storage.memory import MemoryPetStore
+
+if TYPE_CHECKING:
+    from petstore.pet.v1.pet_service_pb2_grpc import PetServiceAsyncStub
+
+AVAILABLE = pet_pb2.PET_STATUS_AVAILABLE
+SOLD = pet_pb2.PET_STATUS_SOLD
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 100
+
+
+@pytest.fixture
+def store() -> MemoryPetStore:
+    return MemoryPetStore()
+
+
+@pytest.fixture
+async def running(store: MemoryPetStore) -> AsyncIterator[RunningService]:
+    settings = ServiceSettings.from_env(
+        default_port=0, default_database="unused", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0"}
+    )
+    service = await start_service(build_definition(store), settings)
+    try:
+        yield service
+    finally:
+        await service.stop(None)
+
+
+@pytest.fixture
+async def channel(running: RunningService) -> AsyncIterator[grpc.aio.Channel]:
+    async with create_channel(f"127.0.0.1:{running.port}") as channel:
+        yield channel
+
+
+@pytest.fixture
+def stub(channel: grpc.aio.Channel) -> PetServiceAsyncStub:
+    return pet_service_pb2_grpc.PetServiceStub(channel)
+
+
+async def create(stub: PetServiceAsyncStub, pet: pet_pb2.Pet) -> pet_pb2.Pet:
+    response = await stub.CreatePet(pet_service_pb2.CreatePetRequest(pet=pet), timeout=5)
+    return response.pet
+
+
+def a_full_pet(**fields: object) -> pet_pb2.Pet:
+    pet = pet_pb2.Pet(
+        name="Rex",
+        category=pet_pb2.Category(id=1, name="Dogs"),
+        photo_urls=["https://example.com/rex.png"],
+        tags=[pet_pb2.Tag(id=2, name="good")],
+        status=AVAILABLE,
+    )
+    for name, value in fields.items():
+        setattr(pet, name, value)
+    return pet
+
+
+@contextmanager
+def fails(code: grpc.StatusCode, message: str) -> Iterator[None]:
+    """Expect the call inside to fail with this status code and exact message."""
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        yield
+    assert (caught.value.code(), caught.value.details()) == (code, message)
+
+
+async def test_health_reports_the_service_serving(channel: grpc.aio.Channel) -> None:
+    for _ in range(50):
+        if await is_serving(channel, SERVICE_NAME):
+            break
+        await asyncio.sleep(0.05)
+    assert await is_serving(channel, SERVICE_NAME)
+
+
+async def test_created_pets_are_returned_by_get(stub: PetServiceAsyncStub) -> None:
+    created = await create(stub, a_full_pet())
+
+    response = await stub.GetPet(pet_service_pb2.GetPetRequest(id=created.id), timeout=5)
+
+    assert created.id > 0
+    assert response.pet == created == a_full_pet(id=created.id)
+
+
+async def test_a_taken_id_is_already_exists(stub: PetServiceAsyncStub) -> None:
+    await create(stub, a_full_pet(id=7))
+
+    with fails(grpc.StatusCode.ALREADY_EXISTS, "pet 7 already exists"):
+        await create(stub, a_full_pet(id=7))
+
+
+@pytest.mark.parametrize(
+    ("pet", "message"),
+    [
+        (pet_pb2.Pet(), "name is required"),
+        (pet_pb2.Pet(name="Rex", id=-1), "id must be positive"),
+        (pet_pb2.Pet(name="Rex", photo_urls=["u"] * 65), "photo_urls must have at most 64 entries"),
+    ],
+)
+async def test_an_invalid_pet_is_invalid_argument(
+    stub: PetServiceAsyncStub, pet: pet_pb2.Pet, message: str
+) -> None:
+    with fails(grpc.StatusCode.INVALID_ARGUMENT, message):
+        await create(stub, pet)
+
+
+async def test_get_and_delete_of_unknown_ids(stub: PetServiceAsyncStub) -> None:
+    with fails(grpc.StatusCode.NOT_FOUND, "pet 42 not found"):
+        await stub.GetPet(pet_service_pb2.GetPetRequest(id=42), timeout=5)
+    with fails(grpc.StatusCode.NOT_FOUND, "pet 42 not found"):
+        await stub.DeletePet(pet_service_pb2.DeletePetRequest(id=42), timeout=5)
+    with fails(grpc.StatusCode.INVALID_ARGUMENT, "id must be positive"):
+        await stub.GetPet(pet_service_pb2.GetPetRequest(id=0), timeout=5)
+
+
+async def test_delete_removes_the_pet(stub: PetServiceAsyncStub) -> None:
+    created = await create(stub, a_full_pet())
+
+    await stub.DeletePet(pet_service_pb2.DeletePetRequest(id=created.id), timeout=5)
+
+    with fails(grpc.StatusCode.NOT_FOUND, f"pet {created.id} not found"):
+        await stub.GetPet(pet_service_pb2.GetPetRequest(id=created.id), timeout=5)
+
+
+async def test_an_update_without_mask_replaces_every_field(stub: PetServiceAsyncStub) -> None:
+    created = await create(stub, a_full_pet())
+    replacement = pet_pb2.Pet(id=created.id, name="Max", status=SOLD)
+
+    response = await stub.UpdatePet(pet_service_pb2.UpdatePetRequest(pet=replacement), timeout=5)
+
+    assert response.pet == replacement
+    assert (await stub.GetPet(pet_service_pb2.GetPetRequest(id=created.id), timeout=5)).pet == replacement
+
+
+async def test_an_update_with_a_mask_writes_only_the_named_fields(stub: PetServiceAsyncStub) -> None:
+    created = await create(stub, a_full_pet())
+    request = pet_service_pb2.UpdatePetRequest(
+        pet=pet_pb2.Pet(id=created.id, name="ignored", status=SOLD), update_mask=FieldMask(paths=["status"])
+    )
+
+    response = await stub.UpdatePet(request, timeout=5)
+
+    assert response.pet == a_full_pet(id=created.id, status=SOLD)
+
+
+@pytest.mark.parametrize(
+    ("request_", "code", "message"),
+    [
+        (
+            pet_service_pb2.UpdatePetRequest(pet=pet_pb2.Pet(id=99, name="Max")),
+            grpc.StatusCode.NOT_FOUND,
+            "pet 99 not found",
+        ),
+        (
+            pet_service_pb2.UpdatePetRequest(
+                pet=pet_pb2.Pet(id=1, name="Max"), update_mask=FieldMask(paths=["age"])
+            ),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "update_mask path 'age' is not supported; use name, status, category, photo_urls, tags",
+        ),
+        (
+            pet_service_pb2.UpdatePetRequest(pet=pet_pb2.Pet(id=1), update_mask=FieldMask(paths=["name"])),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "name is required",
+        ),
+        (
+            pet_service_pb2.UpdatePetRequest(pet=pet_pb2.Pet(name="Max")),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "id is required",
+        ),
+    ],
+)
+async def test_failing_updates(
+    stub: PetServiceAsyncStub, request_: pet_service_pb2.UpdatePetRequest, code: grpc.StatusCode, message: str
+) -> None:
+    await create(stub, a_full_pet(id=1))
+
+    with fails(code, message):
+        await stub.UpdatePet(request_, timeout=5)
+
+
+async def list_ids(stub: PetServiceAsyncStub, request: pet_service_pb2.ListPetsRequest) -> list[list[int]]:
+    """The ids of every page, following next_page_token to the end."""
+    pages: list[list[int]] = []
+    while True:
+        response = await stub.ListPets(request, timeout=5)
+        pages.append([pet.id for pet in response.pets])
+        if not response.next_page_token:
+            return pages
+        request.page_token = response.next_page_token
+
+
+async def test_list_pages_through_every_match_once(stub: PetServiceAsyncStub) -> None:
+    for pet_id in range(1, 8):
+        tags = [pet_pb2.Tag(name="cute"), pet_pb2.Tag(name="small")] if pet_id % 2 else []
+        await create(
+            stub, pet_pb2.Pet(id=pet_id, name="p", status=SOLD if pet_id == 4 else AVAILABLE, tags=tags)
+        )
+
+    pages = await list_ids(
+        stub, pet_service_pb2.ListPetsRequest(statuses=[SOLD], tag_names=["cute", "small"], page_size=2)
+    )
+
+    assert pages == [[1, 3], [4, 5], [7]]
+
+
+async def test_an_exactly_full_last_page_has_no_token(stub: PetServiceAsyncStub) -> None:
+    for _ in range(4):
+        await create(stub, pet_pb2.Pet(name="p", status=SOLD))
+
+    pages = await list_ids(stub, pet_service_pb2.ListPetsRequest(statuses=[SOLD], page_size=2))
+
+    assert pages == [[1, 2], [3, 4]]
+
+
+async def test_list_caps_the_page_size(stub: PetServiceAsyncStub, store: MemoryPetStore) -> None:
+    for _ in range(1001):
+        await store.create(pet_pb2.Pet(name="p", status=SOLD))
+
+    first = await stub.ListPets(pet_service_pb2.ListPetsRequest(statuses=[SOLD], page_size=5000), timeout=5)
+    default = await stub.ListPets(pet_service_pb2.ListPetsRequest(statuses=[SOLD]), timeout=5)
+
+    assert [pet.id for pet in first.pets] == list(range(1, 1001))
+    assert first.next_page_token
+    assert len(default.pets) == 100
+
+
+@pytest.mark.parametrize(
+    ("request_", "message"),
+    [
+        (pet_service_pb2.ListPetsRequest(), "at least one status or tag name is required"),
+        (pet_service_pb2.ListPetsRequest(statuses=[SOLD], page_token="garbage"), "page_token is invalid"),
+        (pet_service_pb2.ListPetsRequest(statuses=[SOLD], page_size=-1), "page_size must not be negative"),
+        (pet_service_pb2.ListPetsRequest(statuses=[7]), "status 7 is not a valid pet status"),  # type: ignore[list-item]
+    ],
+)
+async def test_invalid_lists(
+    stub: PetServiceAsyncStub, request_: pet_service_pb2.ListPetsRequest, message: str
+) -> None:
+    with fails(grpc.StatusCode.INVALID_ARGUMENT, message):
+        await stub.ListPets(request_, timeout=5)
+
+
+async def test_a_token_cannot_be_reused_with_another_filter(stub: PetServiceAsyncStub) -> None:
+    for _ in range(3):
+        await create(stub, pet_pb2.Pet(name="p", status=SOLD))
+    first = await stub.ListPets(pet_service_pb2.ListPetsRequest(statuses=[SOLD], page_size=1), timeout=5)
+
+    with fails(grpc.StatusCode.INVALID_ARGUMENT, "page_token does not belong to this filter"):
+        await stub.ListPets(
+            pet_service_pb2.ListPetsRequest(statuses=[AVAILABLE], page_token=first.next_page_token), timeout=5
+        )
+
+
+async def test_inventory_counts_every_status(stub: PetServiceAsyncStub) -> None:
+    empty = await stub.GetInventory(pet_service_pb2.GetInventoryRequest(), timeout=5)
+    for status in [SOLD, SOLD, AVAILABLE, pet_pb2.PET_STATUS_UNSPECIFIED]:
+        await create(stub, pet_pb2.Pet(name="p", status=status))
+
+    counted = await stub.GetInventory(pet_service_pb2.GetInventoryRequest(), timeout=5)
+
+    assert dict(empty.counts) == {"available": 0, "pending": 0, "sold": 0}
+    assert dict(counted.counts) == {"available": 1, "pending": 0, "sold": 2}
+
+
+async def test_an_uploaded_image_is_stored(stub: PetServiceAsyncStub, store: MemoryPetStore) -> None:
+    pet = await create(stub, a_full_pet())
+    request = pet_service_pb2.UploadPetImageRequest(
+        pet_id=pet.id,
+        content_type="image/png",
+        data=PNG,
+        additional_metadata="front",
+        file_name="../../etc/passwd",
+    )
+
+    response = await stub.UploadPetImage(request, timeout=5)
+
+    assert response.size_bytes == len(PNG)
+    assert len(response.image_id) == 32
+    int(response.image_id, 16)  # uuid4 hex
+    [image] = await store.list_images(pet.id)
+    assert (image.image_id, image.data, image.content_type) == (response.image_id, PNG, "image/png")
+    assert (image.additional_metadata, image.file_name) == ("front", "../../etc/passwd")
+
+
+@pytest.mark.parametrize(
+    ("changes", "code", "message"),
+    [
+        ({"pet_id": 99}, grpc.StatusCode.NOT_FOUND, "pet 99 not found"),
+        ({"pet_id": 0}, grpc.StatusCode.INVALID_ARGUMENT, "pet_id must be positive"),
+        ({"data": b""}, grpc.StatusCode.INVALID_ARGUMENT, "image data is required"),
+        ({"data": b"GIF89a"}, grpc.StatusCode.INVALID_ARGUMENT, "image data is not image/png"),
+        ({"data": PNG * 10_000}, grpc.StatusCode.INVALID_ARGUMENT, "image must be at most 1048576 bytes"),
+        (
+            {"content_type": "text/plain"},
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "content_type must be one of image/gif, image/jpeg, image/png, image/webp",
+        ),
+        (
+            {"additional_metadata": "m" * 1025},
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "additional_metadata must be at most 1024 characters",
+        ),
+    ],
+)
+async def test_failing_uploads(
+    stub: PetServiceAsyncStub,
+    store: MemoryPetStore,
+    changes: dict[str, object],
+    code: grpc.StatusCode,
+    message: str,
+) -> None:
+    pet = await create(stub, a_full_pet())
+    request = pet_service_pb2.UploadPetImageRequest(pet_id=pet.id, content_type="image/png", data=PNG)
+    for name, value in changes.items():
+        setattr(request, name, value)
+
+    with fails(code, message):
+        await stub.UploadPetImage(request, timeout=5)
+    assert await store.list_images(pet.id) == []
