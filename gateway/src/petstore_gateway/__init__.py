@@ -1,0 +1,1 @@
+"""The Petstore v2 HTTP gateway: HTTP in front, gRPC to the pet, order and user services behind."""

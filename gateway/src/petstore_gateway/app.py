@@ -1,0 +1,59 @@
+"""The application factory, used by __main__ and by the tests."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+
+from petstore.user.v1 import user_service_pb2
+from petstore_gateway import health
+from petstore_gateway.auth import Authenticator
+from petstore_gateway.clients import ServiceClients, open_clients
+from petstore_gateway.keys import AUTHENTICATOR, CLIENTS, METRICS, SETTINGS
+from petstore_gateway.metrics import GatewayMetrics
+from petstore_gateway.middlewares import MIDDLEWARES
+from petstore_gateway.routes import pet, store, user
+from petstore_gateway.rpc import call_service
+from petstore_gateway.settings import GatewaySettings
+
+
+def create_app(settings: GatewaySettings, *, clients: ServiceClients | None = None) -> web.Application:
+    """The gateway. Without `clients` it opens channels to the configured services on start-up
+    and closes them on clean-up; tests pass clients of their own (and close them)."""
+    app = web.Application(middlewares=MIDDLEWARES, client_max_size=settings.max_body_bytes)
+    app[SETTINGS] = settings
+    app[METRICS] = GatewayMetrics()
+
+    async def check_session(session_id: str) -> bool:
+        reply = await call_service(
+            app[CLIENTS].user.CheckSession,
+            user_service_pb2.CheckSessionRequest(session_id=session_id),
+            service="user",
+            deadline_seconds=settings.grpc_timeout_seconds,
+        )
+        return reply.active
+
+    app[AUTHENTICATOR] = Authenticator(
+        static_keys=settings.api_keys, session_secret=settings.session_secret, check_session=check_session
+    )
+    if clients is None:
+        app.cleanup_ctx.append(_service_clients)
+    else:
+        app[CLIENTS] = clients
+    app.add_routes(health.routes)
+    app.add_routes(pet.routes)
+    app.add_routes(store.routes)
+    app.add_routes(user.routes)
+    return app
+
+
+async def _service_clients(app: web.Application) -> AsyncIterator[None]:
+    settings = app[SETTINGS]
+    async with open_clients(
+        pet_addr=settings.pet_service_addr,
+        order_addr=settings.order_service_addr,
+        user_addr=settings.user_service_addr,
+    ) as clients:
+        app[CLIENTS] = clients
+        yield

@@ -1,0 +1,146 @@
+"""The api_key check: static keys, or a session token from login that is still open.
+
+Session tokens are verified locally (HS256 only; exp, iat, sub and jti required). Whether the
+session was ended by logout is asked of the user service, and the answer is cached for
+SESSION_CACHE_SECONDS: a logout through this gateway takes effect at once, a logout through
+another gateway replica within that bound.
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import jwt
+
+from petstore_gateway.errors import ApiError
+
+API_KEY_HEADER = "api_key"
+SESSION_CACHE_SECONDS = 2.0
+SESSION_CACHE_MAX_ENTRIES = 10_000
+SESSION_ALGORITHM = "HS256"
+
+CheckSession = Callable[[str], Awaitable[bool]]
+"""Asks the user service whether the session with this id (jti) is still open."""
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who made the request: a static key holder (user_id None) or a logged-in user."""
+
+    user_id: int | None = None
+    username: str | None = None
+    session_id: str | None = None
+
+    @property
+    def is_static_key(self) -> bool:
+        return self.user_id is None
+
+
+STATIC_KEY_HOLDER = Principal()
+
+
+@dataclass(frozen=True, slots=True)
+class SessionClaims:
+    user_id: int
+    username: str
+    session_id: str
+
+
+def missing_key() -> ApiError:
+    return ApiError(401, "api_key header is required for this operation")
+
+
+class SessionCache:
+    """jti -> (active, when the answer goes stale); bounded, oldest dropped first."""
+
+    def __init__(self, ttl_seconds: float, max_entries: int, clock: Callable[[], float]) -> None:
+        self._ttl = ttl_seconds
+        self._max = max_entries
+        self._clock = clock
+        self._entries: OrderedDict[str, tuple[bool, float]] = OrderedDict()
+
+    def get(self, session_id: str) -> bool | None:
+        entry = self._entries.get(session_id)
+        if entry is None:
+            return None
+        active, stale_at = entry
+        if self._clock() >= stale_at:
+            del self._entries[session_id]
+            return None
+        return active
+
+    def put(self, session_id: str, active: bool) -> None:
+        self._entries[session_id] = (active, self._clock() + self._ttl)
+        self._entries.move_to_end(session_id)
+        while len(self._entries) > self._max:
+            self._entries.popitem(last=False)
+
+
+class Authenticator:
+    def __init__(
+        self,
+        *,
+        static_keys: tuple[str, ...],
+        session_secret: str,
+        check_session: CheckSession,
+        cache_seconds: float = SESSION_CACHE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._static_keys = tuple(key.encode() for key in static_keys)
+        self._secret = session_secret
+        self._check_session = check_session
+        self._cache = SessionCache(cache_seconds, SESSION_CACHE_MAX_ENTRIES, clock)
+
+    def is_static_key(self, candidate: str) -> bool:
+        """Constant time per key, and every key is compared: timing tells nothing about which."""
+        encoded = candidate.encode()
+        found = False
+        for key in self._static_keys:
+            found |= hmac.compare_digest(encoded, key)
+        return found
+
+    def decode_session(self, token: str) -> SessionClaims:
+        """Verify signature, algorithm and expiry locally; 401 when any is wrong."""
+        try:
+            claims = jwt.decode(
+                token,
+                self._secret,
+                algorithms=[SESSION_ALGORITHM],
+                options={"require": ["exp", "iat", "sub", "jti"]},
+            )
+        except jwt.ExpiredSignatureError:
+            raise ApiError(401, "the session has expired; log in again") from None
+        except jwt.InvalidTokenError:
+            raise ApiError(401, "invalid api_key") from None
+        subject, session_id, username = claims.get("sub"), claims.get("jti"), claims.get("name", "")
+        if not (isinstance(subject, str) and subject.isdigit() and isinstance(session_id, str)):
+            raise ApiError(401, "invalid api_key")
+        return SessionClaims(int(subject), username if isinstance(username, str) else "", session_id)
+
+    async def authenticate(self, api_key: str | None) -> Principal:
+        if not api_key:
+            raise missing_key()
+        if self.is_static_key(api_key):
+            return STATIC_KEY_HOLDER
+        if api_key.count(".") != 2:  # not a JWT at all: no need to try decoding it
+            raise ApiError(401, "invalid api_key")
+        claims = self.decode_session(api_key)
+        if not await self._is_open(claims.session_id):
+            raise ApiError(401, "the session has ended; log in again")
+        return Principal(claims.user_id, claims.username, claims.session_id)
+
+    async def _is_open(self, session_id: str) -> bool:
+        cached = self._cache.get(session_id)
+        if cached is not None:
+            return cached
+        active = await self._check_session(session_id)
+        self._cache.put(session_id, active)
+        return active
+
+    def session_ended(self, session_id: str) -> None:
+        """Logout went through this gateway: stop accepting the session at once."""
+        self._cache.put(session_id, False)

@@ -1,0 +1,108 @@
+"""Reading request bodies and writing responses in the negotiated representation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from aiohttp import web
+from multidict import MultiDict, MultiDictProxy
+
+from petstore_gateway.errors import ApiError
+from petstore_gateway.keys import RESPONSE_TYPE
+from petstore_gateway.negotiation import JSON_RESPONSE, ResponseType, body_format, media_type_of
+from petstore_gateway.representations.api_response import API_RESPONSE, api_response, error_body
+from petstore_gateway.representations.shapes import (
+    Document,
+    InvalidRepresentation,
+    MalformedBody,
+    decode,
+    encode,
+)
+
+T = TypeVar("T")
+
+FORM_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data"})
+
+
+async def read_body(
+    request: web.Request,
+    document: Document,
+    convert: Callable[[Any], T],
+    *,
+    invalid_status: int = 400,
+) -> T:
+    """Parse the body as `document` and convert it.
+
+    400 when absent or unparseable, 415 for a missing or unsupported Content-Type, 413 when
+    larger than the limit, and `invalid_status` when it parses but has the wrong shape.
+    """
+    if not request.body_exists:
+        raise ApiError(400, "a request body is required")
+    fmt = body_format(request.headers.get("Content-Type"))
+    raw = await request.read()  # raises 413 past client_max_size, chunked or not
+    if not raw.strip():
+        raise ApiError(400, "a request body is required")
+    try:
+        return convert(decode(raw, fmt, document))
+    except MalformedBody as exc:
+        raise ApiError(400, str(exc)) from None
+    except InvalidRepresentation as exc:
+        raise ApiError(invalid_status, str(exc)) from None
+
+
+async def read_form(request: web.Request, *, allowed: frozenset[str] = FORM_TYPES) -> MultiDictProxy[Any]:
+    """Form fields (urlencoded or multipart; multipart file parts stay in memory up to the limit)."""
+    if not request.body_exists:
+        return MultiDictProxy(MultiDict())
+    media_type = media_type_of(request.headers.get("Content-Type"))
+    if media_type not in allowed:
+        raise ApiError(415, f"Content-Type must be {' or '.join(sorted(allowed))}")
+    try:
+        return await request.post()
+    except web.HTTPException:
+        raise  # 413 and friends keep their status
+    except (ValueError, UnicodeDecodeError, AssertionError):
+        raise ApiError(400, "request body is not a valid form") from None
+
+
+def response_type(request: web.Request) -> ResponseType:
+    chosen: ResponseType = request.get(RESPONSE_TYPE, JSON_RESPONSE)
+    return chosen
+
+
+def render(
+    value: Any,
+    document: Document,
+    response_type: ResponseType,
+    *,
+    status: int = 200,
+    headers: Mapping[str, str] | None = None,
+) -> web.Response:
+    response = web.Response(
+        body=encode(value, response_type.format, document), status=status, headers=headers
+    )
+    response.content_type = response_type.content_type
+    if response_type.content_type != JSON_RESPONSE.content_type:
+        response.charset = "utf-8"
+    return response
+
+
+def respond(
+    request: web.Request, value: Any, document: Document, *, headers: Mapping[str, str] | None = None
+) -> web.Response:
+    """200 with `value` as `document` in the representation the client asked for."""
+    return render(value, document, response_type(request), headers=headers)
+
+
+def respond_message(
+    request: web.Request, message: str, *, headers: Mapping[str, str] | None = None
+) -> web.Response:
+    """200 with the classic success ApiResponse {code: 200, type: "unknown", message}."""
+    return respond(request, api_response(200, message), API_RESPONSE, headers=headers)
+
+
+def error_response(
+    status: int, message: str, response_type: ResponseType, *, headers: Mapping[str, str] | None = None
+) -> web.Response:
+    return render(error_body(status, message), API_RESPONSE, response_type, status=status, headers=headers)

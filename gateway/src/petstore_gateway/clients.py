@@ -1,0 +1,58 @@
+"""The gRPC stubs of the three services, on channels opened and closed with the application."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import grpc
+
+from petstore.order.v1 import order_service_pb2_grpc
+from petstore.pet.v1 import pet_service_pb2_grpc
+from petstore.user.v1 import user_service_pb2_grpc
+from petstore_common.grpc_client import create_channel
+
+if TYPE_CHECKING:
+    from petstore.order.v1.order_service_pb2_grpc import OrderServiceAsyncStub
+    from petstore.pet.v1.pet_service_pb2_grpc import PetServiceAsyncStub
+    from petstore.user.v1.user_service_pb2_grpc import UserServiceAsyncStub
+
+PET_SERVICE = "petstore.pet.v1.PetService"
+ORDER_SERVICE = "petstore.order.v1.OrderService"
+USER_SERVICE = "petstore.user.v1.UserService"
+SHORT_NAMES = {PET_SERVICE: "pet", ORDER_SERVICE: "order", USER_SERVICE: "user"}
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceClients:
+    pet: PetServiceAsyncStub
+    order: OrderServiceAsyncStub
+    user: UserServiceAsyncStub
+    channels: dict[str, grpc.aio.Channel]
+    """Channel per full gRPC service name, for health checks."""
+
+    @classmethod
+    def connect(cls, *, pet_addr: str, order_addr: str, user_addr: str) -> ServiceClients:
+        """Channels connect lazily, so this never blocks and never fails on a service that is down."""
+        pet, order, user = (create_channel(addr) for addr in (pet_addr, order_addr, user_addr))
+        return cls(
+            pet=pet_service_pb2_grpc.PetServiceStub(pet),
+            order=order_service_pb2_grpc.OrderServiceStub(order),
+            user=user_service_pb2_grpc.UserServiceStub(user),
+            channels={PET_SERVICE: pet, ORDER_SERVICE: order, USER_SERVICE: user},
+        )
+
+    async def close(self, grace: float | None = None) -> None:
+        await asyncio.gather(*(channel.close(grace) for channel in self.channels.values()))
+
+
+@asynccontextmanager
+async def open_clients(*, pet_addr: str, order_addr: str, user_addr: str) -> AsyncIterator[ServiceClients]:
+    clients = ServiceClients.connect(pet_addr=pet_addr, order_addr=order_addr, user_addr=user_addr)
+    try:
+        yield clients
+    finally:
+        await clients.close()

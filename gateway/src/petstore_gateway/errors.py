@@ -1,0 +1,55 @@
+"""The one error type handlers raise, and the one table from gRPC statuses to HTTP statuses."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from http import HTTPStatus
+from types import MappingProxyType
+
+import grpc
+
+
+class ApiError(Exception):
+    """An HTTP error with a message safe to show the client (rendered as an ApiResponse)."""
+
+    def __init__(self, status: int, message: str, *, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = dict(headers or {})
+
+
+GRPC_TO_HTTP: Mapping[grpc.StatusCode, int] = MappingProxyType(
+    {
+        grpc.StatusCode.INVALID_ARGUMENT: 400,
+        grpc.StatusCode.FAILED_PRECONDITION: 400,
+        grpc.StatusCode.OUT_OF_RANGE: 400,
+        grpc.StatusCode.UNAUTHENTICATED: 401,
+        grpc.StatusCode.PERMISSION_DENIED: 403,
+        grpc.StatusCode.NOT_FOUND: 404,
+        grpc.StatusCode.ALREADY_EXISTS: 409,
+        grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
+        grpc.StatusCode.UNAVAILABLE: 503,
+        grpc.StatusCode.DEADLINE_EXCEEDED: 503,
+    }
+)
+"""Every status not listed here is a 500 with a generic message."""
+
+Overrides = Mapping[grpc.StatusCode, int]
+NO_OVERRIDES: Overrides = MappingProxyType({})
+
+
+def http_status_for(code: grpc.StatusCode, overrides: Overrides = NO_OVERRIDES) -> int:
+    return overrides.get(code) or GRPC_TO_HTTP.get(code, 500)
+
+
+def api_error_from_rpc(
+    code: grpc.StatusCode, details: str | None, service: str, overrides: Overrides = NO_OVERRIDES
+) -> ApiError:
+    """4xx errors carry the service's own (client-facing) message; 5xx never show internals."""
+    status = http_status_for(code, overrides)
+    if status >= 500:
+        if status == 503:
+            return ApiError(status, f"the {service} service is unavailable")
+        return ApiError(status, "internal error")
+    return ApiError(status, details or HTTPStatus(status).phrase.lower())

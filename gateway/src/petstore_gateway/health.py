@@ -1,0 +1,42 @@
+"""Liveness, readiness and metrics endpoints, outside /v2 and open."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+from petstore_common.grpc_client import is_serving
+from petstore_gateway.bodies import respond_message
+from petstore_gateway.clients import SHORT_NAMES
+from petstore_gateway.errors import ApiError
+from petstore_gateway.keys import CLIENTS, METRICS
+
+READINESS_DEADLINE_SECONDS = 1.0
+
+routes = web.RouteTableDef()
+
+
+@routes.get("/livez")
+async def livez(request: web.Request) -> web.Response:
+    """200 while the process runs: it says nothing about the services behind."""
+    return respond_message(request, "live")
+
+
+@routes.get("/readyz")
+async def readyz(request: web.Request) -> web.Response:
+    """200 when all three services report SERVING, else 503 naming those that do not."""
+    channels = request.app[CLIENTS].channels
+    names = list(channels)
+    results = await asyncio.gather(
+        *(is_serving(channels[name], name, READINESS_DEADLINE_SECONDS) for name in names)
+    )
+    not_ready = [SHORT_NAMES.get(name, name) for name, ok in zip(names, results, strict=True) if not ok]
+    if not_ready:
+        raise ApiError(503, f"not ready: the {', '.join(not_ready)} service(s) not serving")
+    return respond_message(request, "ready")
+
+
+@routes.get("/metrics")
+async def metrics(request: web.Request) -> web.Response:
+    return request.app[METRICS].exposition()

@@ -1,0 +1,21 @@
+"""Every application and request key, in one place."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from petstore_gateway.auth import Authenticator, Principal
+from petstore_gateway.clients import ServiceClients
+from petstore_gateway.metrics import GatewayMetrics
+from petstore_gateway.negotiation import ResponseType
+from petstore_gateway.settings import GatewaySettings
+
+SETTINGS = web.AppKey("settings", GatewaySettings)
+CLIENTS = web.AppKey("clients", ServiceClients)
+AUTHENTICATOR = web.AppKey("authenticator", Authenticator)
+METRICS = web.AppKey("metrics", GatewayMetrics)
+
+RESPONSE_TYPE = web.RequestKey("response_type", ResponseType)
+"""The representation negotiated from Accept, set by the negotiation middleware."""
+PRINCIPAL = web.RequestKey("principal", Principal)
+"""Who made the request; set by the auth middleware on operations that need an api_key."""

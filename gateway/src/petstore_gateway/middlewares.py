@@ -1,0 +1,140 @@
+"""Request id, metrics and access log, errors, negotiation and auth, outermost first."""
+
+from __future__ import annotations
+
+import logging
+import time
+from http import HTTPStatus
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+
+from petstore_common.request_context import current_request_id, sanitize_request_id
+from petstore_gateway.auth import API_KEY_HEADER
+from petstore_gateway.bodies import error_response
+from petstore_gateway.errors import ApiError
+from petstore_gateway.keys import AUTHENTICATOR, METRICS, PRINCIPAL, RESPONSE_TYPE, SETTINGS
+from petstore_gateway.metrics import route_template
+from petstore_gateway.negotiation import JSON_RESPONSE, choose_response_type, not_acceptable
+
+REQUEST_ID_HEADER = "X-Request-ID"
+API_PREFIX = "/v2"
+
+access_log = logging.getLogger("petstore_gateway.access")
+log = logging.getLogger(__name__)
+
+# Writes anyone may do; every other write needs an api_key. All GETs are reads and open.
+OPEN_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+OPEN_WRITES = frozenset({("POST", "/v2/user")})
+
+
+@web.middleware
+async def request_id_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Take a safe X-Request-ID or make one; logs and outgoing gRPC metadata carry it."""
+    request_id = sanitize_request_id(request.headers.get(REQUEST_ID_HEADER))
+    token = current_request_id.set(request_id)
+    try:
+        response = await handler(request)
+    except web.HTTPException as exc:  # only redirects get past the error middleware
+        exc.headers[REQUEST_ID_HEADER] = request_id
+        raise
+    finally:
+        current_request_id.reset(token)
+    response.headers[REQUEST_ID_HEADER] = request_id
+    return response
+
+
+@web.middleware
+async def observe_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """One access log line and the request metrics per request; never the query or body."""
+    started = time.perf_counter()
+    status = 500
+    try:
+        response = await handler(request)
+        status = response.status
+        return response
+    except web.HTTPException as exc:
+        status = exc.status
+        raise
+    finally:
+        elapsed = time.perf_counter() - started
+        route = route_template(request)
+        request.app[METRICS].observe(request.method, route, status, elapsed)
+        access_log.info(
+            "request",
+            extra={
+                "method": request.method,
+                "route": route,
+                "status": status,
+                "ms": round(elapsed * 1000, 2),
+            },
+        )
+
+
+_HTTP_MESSAGES = {
+    404: "no such resource",
+    405: "method not allowed on this resource",
+}
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every failure becomes the ApiResponse error body; nothing internal reaches the client."""
+    try:
+        return await handler(request)
+    except ApiError as exc:
+        return _error(request, exc.status, exc.message, exc.headers)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        headers = {name: value for name, value in exc.headers.items() if name in ("Allow", "Retry-After")}
+        return _error(request, exc.status, _http_message(request, exc.status), headers)
+    except Exception:
+        log.exception("unhandled error", extra={"method": request.method, "route": route_template(request)})
+        return _error(request, 500, "internal error", {})
+
+
+def _http_message(request: web.Request, status: int) -> str:
+    if status == 413:
+        return f"request body is larger than {request.app[SETTINGS].max_body_bytes} bytes"
+    return _HTTP_MESSAGES.get(status) or HTTPStatus(status).phrase.lower()
+
+
+def _error(request: web.Request, status: int, message: str, headers: dict[str, str]) -> web.Response:
+    # An error is answered in a format the client accepts, or JSON when it accepts none.
+    accepted = choose_response_type(request.headers.get("Accept")) or JSON_RESPONSE
+    return error_response(status, message, accepted, headers=headers)
+
+
+@web.middleware
+async def negotiation_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Decide the response representation before any work is done: 406 when none fits."""
+    chosen = choose_response_type(request.headers.get("Accept"))
+    if chosen is None:
+        if request.match_info.http_exception is None and request.path.startswith(API_PREFIX):
+            raise not_acceptable()
+        chosen = JSON_RESPONSE  # /metrics and health probes answer anyway
+    request[RESPONSE_TYPE] = chosen
+    return await handler(request)
+
+
+def needs_api_key(method: str, route: str) -> bool:
+    return method not in OPEN_METHODS and (method, route) not in OPEN_WRITES
+
+
+@web.middleware
+async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Writes need a valid api_key (static key or open session); the principal goes on the request."""
+    if request.match_info.http_exception is None and needs_api_key(request.method, route_template(request)):
+        authenticator = request.app[AUTHENTICATOR]
+        request[PRINCIPAL] = await authenticator.authenticate(request.headers.get(API_KEY_HEADER))
+    return await handler(request)
+
+
+MIDDLEWARES = (
+    request_id_middleware,
+    observe_middleware,
+    error_middleware,
+    negotiation_middleware,
+    auth_middleware,
+)

@@ -1,0 +1,45 @@
+"""Path and query parameters as pure functions: ids, multi-valued filters, paging."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from petstore_gateway.errors import ApiError
+
+INT64_MAX = 2**63 - 1
+DEFAULT_PAGE_SIZE = 100
+MAX_PAGE_SIZE = 1000
+NEXT_PAGE_HEADER = "X-Next-Page-Token"
+PAGE_TOKEN_PARAM = "pageToken"  # noqa: S105 - a query parameter name, not a secret
+LIMIT_PARAM = "limit"
+
+_DIGITS = re.compile(r"[0-9]{1,20}")
+
+
+def parse_id(raw: str, name: str) -> int:
+    """A positive 64-bit integer from a path segment; 400 otherwise ("abc", "1.5", "0", 2^70)."""
+    if _DIGITS.fullmatch(raw):
+        value = int(raw)
+        if 1 <= value <= INT64_MAX:
+            return value
+    raise ApiError(400, f"Invalid ID supplied: {name} must be a positive 64-bit integer")
+
+
+def split_values(values: Iterable[str]) -> list[str]:
+    """`?status=a,b&status=c` -> [a, b, c]: comma-separated and repeated both work; duplicates and
+    blanks dropped, order kept."""
+    seen: dict[str, None] = {}
+    for value in values:
+        for item in value.split(","):
+            if item.strip():
+                seen.setdefault(item.strip(), None)
+    return list(seen)
+
+
+def parse_limit(raw: str | None) -> int:
+    if raw is None or raw == "":
+        return DEFAULT_PAGE_SIZE
+    if _DIGITS.fullmatch(raw) and 1 <= int(raw) <= MAX_PAGE_SIZE:
+        return int(raw)
+    raise ApiError(400, f"{LIMIT_PARAM} must be an integer from 1 to {MAX_PAGE_SIZE}")

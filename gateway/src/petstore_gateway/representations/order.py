@@ -1,0 +1,101 @@
+"""Order: wire <-> protobuf, and shipDate parsing and formatting."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from petstore.order.v1 import order_pb2
+from petstore_gateway.representations.fields import as_object, get_bool, get_int, get_str
+from petstore_gateway.representations.shapes import Document, InvalidRepresentation, Obj, Scalar
+
+ORDER = Document(
+    "Order",
+    Obj(
+        {
+            "id": Scalar.INT,
+            "petId": Scalar.INT,
+            "quantity": Scalar.INT,
+            "shipDate": Scalar.STR,
+            "status": Scalar.STR,
+            "complete": Scalar.BOOL,
+        }
+    ),
+)
+
+ORDER_STATUSES: Mapping[str, order_pb2.OrderStatus.ValueType] = {
+    "placed": order_pb2.ORDER_STATUS_PLACED,
+    "approved": order_pb2.ORDER_STATUS_APPROVED,
+    "delivered": order_pb2.ORDER_STATUS_DELIVERED,
+}
+_STATUS_NAMES = {value: name for name, value in ORDER_STATUSES.items()}
+_MAX_DATE_LENGTH = 64
+
+
+def order_from_wire(value: Any) -> order_pb2.Order:
+    """Defaults as the contract says: quantity 1, status placed, complete false."""
+    data = as_object(value, "the order")
+    order = order_pb2.Order(pet_id=get_int(data, "petId", required=True) or 0)
+    order_id = get_int(data, "id")
+    if order_id is not None:
+        order.id = order_id
+    quantity = get_int(data, "quantity", bits=32)
+    # proto3 cannot tell an explicit 0 from "absent", so the gateway rejects it itself.
+    if quantity is not None and quantity < 1:
+        raise InvalidRepresentation("quantity must be at least 1")
+    order.quantity = 1 if quantity is None else quantity
+    ship_date = get_str(data, "shipDate")
+    if ship_date is not None:
+        order.ship_date.CopyFrom(parse_ship_date(ship_date))
+    status = get_str(data, "status")
+    if status is None:
+        order.status = order_pb2.ORDER_STATUS_PLACED
+    elif status in ORDER_STATUSES:
+        order.status = ORDER_STATUSES[status]
+    else:
+        raise InvalidRepresentation(f"status must be one of {', '.join(ORDER_STATUSES)}")
+    order.complete = bool(get_bool(data, "complete"))
+    return order
+
+
+def parse_ship_date(text: str) -> Timestamp:
+    """ISO 8601 with `Z` or an offset. A time without a zone is rejected rather than guessed."""
+    problem = "shipDate must be an ISO 8601 date-time with Z or an offset, e.g. 2024-05-01T12:00:00Z"
+    if len(text) > _MAX_DATE_LENGTH:
+        raise InvalidRepresentation(problem)
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InvalidRepresentation(problem) from None
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise InvalidRepresentation(problem)
+    try:
+        utc = moment.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+01:00 falls before year 1 in UTC
+        raise InvalidRepresentation(problem) from None
+    timestamp = Timestamp()
+    timestamp.FromDatetime(utc)
+    return timestamp
+
+
+def format_utc(timestamp: Timestamp) -> str:
+    """YYYY-MM-DDTHH:MM:SS.mmmZ, always UTC."""
+    moment = timestamp.ToDatetime(tzinfo=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def order_to_wire(order: order_pb2.Order) -> dict[str, Any]:
+    wire: dict[str, Any] = {}
+    if order.HasField("id"):
+        wire["id"] = order.id
+    wire["petId"] = order.pet_id
+    wire["quantity"] = order.quantity
+    if order.HasField("ship_date"):
+        wire["shipDate"] = format_utc(order.ship_date)
+    if order.status in _STATUS_NAMES:
+        wire["status"] = _STATUS_NAMES[order.status]
+    wire["complete"] = order.complete
+    return wire

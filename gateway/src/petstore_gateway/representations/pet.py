@@ -1,0 +1,114 @@
+"""Pet, Category and Tag: wire <-> protobuf, in one place."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from petstore.pet.v1 import pet_pb2
+from petstore_gateway.representations.fields import (
+    as_object,
+    get_int,
+    get_object,
+    get_object_list,
+    get_str,
+    get_str_list,
+)
+from petstore_gateway.representations.shapes import Document, InvalidRepresentation, ListOf, Obj, Scalar
+
+_ID_AND_NAME = Obj({"id": Scalar.INT, "name": Scalar.STR})
+PET_SHAPE = Obj(
+    {
+        "id": Scalar.INT,
+        "category": _ID_AND_NAME,
+        "name": Scalar.STR,
+        "photoUrls": ListOf("photoUrl", Scalar.STR),
+        "tags": ListOf("tag", _ID_AND_NAME),
+        "status": Scalar.STR,
+    }
+)
+PET = Document("Pet", PET_SHAPE)
+PETS = Document("pets", ListOf("Pet", PET_SHAPE))
+
+PET_STATUSES: Mapping[str, pet_pb2.PetStatus.ValueType] = {
+    "available": pet_pb2.PET_STATUS_AVAILABLE,
+    "pending": pet_pb2.PET_STATUS_PENDING,
+    "sold": pet_pb2.PET_STATUS_SOLD,
+}
+_STATUS_NAMES = {value: name for name, value in PET_STATUSES.items()}
+
+
+def parse_pet_status(name: str, *, what: str = "status") -> pet_pb2.PetStatus.ValueType:
+    status = PET_STATUSES.get(name)
+    if status is None:
+        raise InvalidRepresentation(f"{what} must be one of {', '.join(PET_STATUSES)}")
+    return status
+
+
+def pet_from_wire(value: Any, *, require_id: bool) -> pet_pb2.Pet:
+    data = as_object(value, "the pet")
+    pet = pet_pb2.Pet(
+        name=get_str(data, "name", required=True) or "",
+        photo_urls=get_str_list(data, "photoUrls", required=True),
+    )
+    pet_id = get_int(data, "id", required=require_id)
+    if pet_id is not None:
+        pet.id = pet_id
+    category = get_object(data, "category")
+    if category is not None:
+        pet.category.CopyFrom(_category_from_wire(category))
+    for index, tag in enumerate(get_object_list(data, "tags")):
+        pet.tags.append(_tag_from_wire(tag, f"tags[{index}]"))
+    status = get_str(data, "status")
+    if status is not None:
+        pet.status = parse_pet_status(status)
+    return pet
+
+
+def _category_from_wire(data: Mapping[str, Any]) -> pet_pb2.Category:
+    category = pet_pb2.Category()
+    category_id = get_int(data, "id", path="category")
+    if category_id is not None:
+        category.id = category_id
+    name = get_str(data, "name", path="category")
+    if name is not None:
+        category.name = name
+    return category
+
+
+def _tag_from_wire(data: Mapping[str, Any], path: str) -> pet_pb2.Tag:
+    tag = pet_pb2.Tag()
+    tag_id = get_int(data, "id", path=path)
+    if tag_id is not None:
+        tag.id = tag_id
+    name = get_str(data, "name", path=path)
+    if name is not None:
+        tag.name = name
+    return tag
+
+
+def pet_to_wire(pet: pet_pb2.Pet) -> dict[str, Any]:
+    wire: dict[str, Any] = {}
+    if pet.HasField("id"):
+        wire["id"] = pet.id
+    if pet.HasField("category"):
+        wire["category"] = _id_and_name(pet.category)
+    wire["name"] = pet.name
+    wire["photoUrls"] = list(pet.photo_urls)
+    wire["tags"] = [_id_and_name(tag) for tag in pet.tags]
+    if pet.status in _STATUS_NAMES:
+        wire["status"] = _STATUS_NAMES[pet.status]
+    return wire
+
+
+def pets_to_wire(pets: Iterable[pet_pb2.Pet]) -> list[dict[str, Any]]:
+    return [pet_to_wire(pet) for pet in pets]
+
+
+def _id_and_name(item: pet_pb2.Category | pet_pb2.Tag) -> dict[str, Any]:
+    wire: dict[str, Any] = {}
+    if item.HasField("id"):
+        wire["id"] = item.id
+    if item.HasField("name"):
+        wire["name"] = item.name
+    return wire

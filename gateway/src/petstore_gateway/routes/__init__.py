@@ -1,0 +1,1 @@
+"""One RouteTableDef per resource, all under /v2."""

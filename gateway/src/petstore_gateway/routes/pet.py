@@ -1,0 +1,195 @@
+"""/v2/pet: the pet operations, forwarded to the pet service."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+from aiohttp import web
+from google.protobuf.field_mask_pb2 import FieldMask
+from multidict import MultiDictProxy
+
+from petstore.pet.v1 import pet_pb2, pet_service_pb2
+from petstore_gateway.bodies import read_body, read_form, respond, respond_message
+from petstore_gateway.errors import ApiError
+from petstore_gateway.keys import CLIENTS
+from petstore_gateway.params import (
+    LIMIT_PARAM,
+    NEXT_PAGE_HEADER,
+    PAGE_TOKEN_PARAM,
+    parse_id,
+    parse_limit,
+    split_values,
+)
+from petstore_gateway.representations.pet import (
+    PET,
+    PET_STATUSES,
+    PETS,
+    parse_pet_status,
+    pet_from_wire,
+    pet_to_wire,
+    pets_to_wire,
+)
+from petstore_gateway.representations.shapes import InvalidRepresentation
+from petstore_gateway.rpc import call
+
+SERVICE = "pet"
+# The classic API answers 405 "Invalid input" for a pet body or form that fails validation.
+INVALID_INPUT_IS_405 = {grpc.StatusCode.INVALID_ARGUMENT: 405}
+
+routes = web.RouteTableDef()
+
+
+@routes.post("/v2/pet")
+async def add_pet(request: web.Request) -> web.Response:
+    pet = await read_body(
+        request, PET, lambda value: pet_from_wire(value, require_id=False), invalid_status=405
+    )
+    reply = await call(
+        request,
+        request.app[CLIENTS].pet.CreatePet,
+        pet_service_pb2.CreatePetRequest(pet=pet),
+        service=SERVICE,
+        overrides=INVALID_INPUT_IS_405,
+    )
+    return respond(request, pet_to_wire(reply.pet), PET)
+
+
+@routes.put("/v2/pet")
+async def update_pet(request: web.Request) -> web.Response:
+    pet = await read_body(
+        request, PET, lambda value: pet_from_wire(value, require_id=True), invalid_status=405
+    )
+    reply = await call(
+        request,
+        request.app[CLIENTS].pet.UpdatePet,
+        pet_service_pb2.UpdatePetRequest(pet=pet),
+        service=SERVICE,
+        overrides=INVALID_INPUT_IS_405,
+    )
+    return respond(request, pet_to_wire(reply.pet), PET)
+
+
+async def _list_pets(request: web.Request, query: pet_service_pb2.ListPetsRequest) -> web.Response:
+    query.page_size = parse_limit(request.query.get(LIMIT_PARAM))
+    query.page_token = request.query.get(PAGE_TOKEN_PARAM, "")
+    reply = await call(request, request.app[CLIENTS].pet.ListPets, query, service=SERVICE)
+    headers = {NEXT_PAGE_HEADER: reply.next_page_token} if reply.next_page_token else None
+    return respond(request, pets_to_wire(reply.pets), PETS, headers=headers)
+
+
+@routes.get("/v2/pet/findByStatus")
+async def find_pets_by_status(request: web.Request) -> web.Response:
+    names = split_values(request.query.getall("status", []))
+    if not names:
+        raise ApiError(400, f"status is required: one or more of {', '.join(PET_STATUSES)}")
+    try:
+        statuses = [parse_pet_status(name) for name in names]
+    except InvalidRepresentation as exc:
+        raise ApiError(400, str(exc)) from None
+    return await _list_pets(request, pet_service_pb2.ListPetsRequest(statuses=statuses))
+
+
+@routes.get("/v2/pet/findByTags")
+async def find_pets_by_tags(request: web.Request) -> web.Response:
+    tags = split_values(request.query.getall("tags", []))
+    if not tags:
+        raise ApiError(400, "tags is required: one or more tag names")
+    return await _list_pets(request, pet_service_pb2.ListPetsRequest(tag_names=tags))
+
+
+@routes.get("/v2/pet/{petId}")
+async def get_pet(request: web.Request) -> web.Response:
+    pet_id = parse_id(request.match_info["petId"], "petId")
+    reply = await call(
+        request, request.app[CLIENTS].pet.GetPet, pet_service_pb2.GetPetRequest(id=pet_id), service=SERVICE
+    )
+    return respond(request, pet_to_wire(reply.pet), PET)
+
+
+@routes.post("/v2/pet/{petId}")
+async def update_pet_with_form(request: web.Request) -> web.Response:
+    """Form fields name and status (both optional): only those given change."""
+    pet_id = parse_id(request.match_info["petId"], "petId")
+    form = await read_form(request)
+    pet = pet_pb2.Pet(id=pet_id)
+    paths: list[str] = []
+    name = _form_text(form, "name")
+    if name is not None:
+        pet.name = name
+        paths.append("name")
+    status = _form_text(form, "status")
+    if status is not None:
+        try:
+            pet.status = parse_pet_status(status)
+        except InvalidRepresentation as exc:
+            raise ApiError(405, str(exc)) from None
+        paths.append("status")
+    clients = request.app[CLIENTS]
+    if paths:
+        await call(
+            request,
+            clients.pet.UpdatePet,
+            pet_service_pb2.UpdatePetRequest(pet=pet, update_mask=FieldMask(paths=paths)),
+            service=SERVICE,
+            overrides=INVALID_INPUT_IS_405,
+        )
+    else:  # nothing to change (an empty mask would mean "replace everything"): still 404 if absent
+        await call(request, clients.pet.GetPet, pet_service_pb2.GetPetRequest(id=pet_id), service=SERVICE)
+    return respond_message(request, str(pet_id))
+
+
+def _form_text(form: MultiDictProxy[Any], name: str) -> str | None:
+    value = form.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ApiError(405, f"{name} must be a text field")
+    return value
+
+
+@routes.delete("/v2/pet/{petId}")
+async def delete_pet(request: web.Request) -> web.Response:
+    pet_id = parse_id(request.match_info["petId"], "petId")
+    await call(
+        request,
+        request.app[CLIENTS].pet.DeletePet,
+        pet_service_pb2.DeletePetRequest(id=pet_id),
+        service=SERVICE,
+    )
+    return respond_message(request, str(pet_id))
+
+
+@routes.post("/v2/pet/{petId}/uploadImage")
+async def upload_image(request: web.Request) -> web.Response:
+    """Multipart `file` (+ `additionalMetadata`). The bytes go to the pet service; nothing is
+    written to disk under a client-chosen name and no URL is ever fetched."""
+    pet_id = parse_id(request.match_info["petId"], "petId")
+    form = await read_form(request, allowed=frozenset({"multipart/form-data"}))
+    upload = form.get("file")
+    if upload is None:
+        raise ApiError(400, "file is required: a multipart part named file")
+    if isinstance(upload, web.FileField):
+        data, content_type, file_name = upload.file.read(), upload.content_type, upload.filename
+    elif isinstance(upload, (bytes, bytearray)):
+        data, content_type, file_name = bytes(upload), "application/octet-stream", ""
+    else:
+        raise ApiError(400, "file must be a file part, not a text field")
+    metadata = form.get("additionalMetadata")
+    if metadata is not None and not isinstance(metadata, str):
+        raise ApiError(400, "additionalMetadata must be a text field")
+    reply = await call(
+        request,
+        request.app[CLIENTS].pet.UploadPetImage,
+        pet_service_pb2.UploadPetImageRequest(
+            pet_id=pet_id,
+            content_type=content_type,
+            data=data,
+            additional_metadata=metadata or "",
+            file_name=file_name,
+        ),
+        service=SERVICE,
+    )
+    shown = "null" if metadata is None else metadata  # what the classic server printed
+    message = f"additionalMetadata: {shown}\nimage {reply.image_id} stored, {reply.size_bytes} bytes"
+    return respond_message(request, message)

@@ -1,0 +1,62 @@
+"""/v2/store: the inventory (from the pet service) and orders (the order service)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from petstore.order.v1 import order_service_pb2
+from petstore.pet.v1 import pet_service_pb2
+from petstore_gateway.bodies import read_body, respond, respond_message
+from petstore_gateway.keys import CLIENTS
+from petstore_gateway.params import parse_id
+from petstore_gateway.representations.inventory import INVENTORY, inventory_to_wire
+from petstore_gateway.representations.order import ORDER, order_from_wire, order_to_wire
+from petstore_gateway.rpc import call
+
+SERVICE = "order"
+
+routes = web.RouteTableDef()
+
+
+@routes.get("/v2/store/inventory")
+async def get_inventory(request: web.Request) -> web.Response:
+    reply = await call(
+        request, request.app[CLIENTS].pet.GetInventory, pet_service_pb2.GetInventoryRequest(), service="pet"
+    )
+    return respond(request, inventory_to_wire(reply.counts), INVENTORY)
+
+
+@routes.post("/v2/store/order")
+async def place_order(request: web.Request) -> web.Response:
+    order = await read_body(request, ORDER, order_from_wire)
+    reply = await call(
+        request,
+        request.app[CLIENTS].order.CreateOrder,
+        order_service_pb2.CreateOrderRequest(order=order),
+        service=SERVICE,
+    )
+    return respond(request, order_to_wire(reply.order), ORDER)
+
+
+@routes.get("/v2/store/order/{orderId}")
+async def get_order(request: web.Request) -> web.Response:
+    order_id = parse_id(request.match_info["orderId"], "orderId")
+    reply = await call(
+        request,
+        request.app[CLIENTS].order.GetOrder,
+        order_service_pb2.GetOrderRequest(id=order_id),
+        service=SERVICE,
+    )
+    return respond(request, order_to_wire(reply.order), ORDER)
+
+
+@routes.delete("/v2/store/order/{orderId}")
+async def delete_order(request: web.Request) -> web.Response:
+    order_id = parse_id(request.match_info["orderId"], "orderId")
+    await call(
+        request,
+        request.app[CLIENTS].order.DeleteOrder,
+        order_service_pb2.DeleteOrderRequest(id=order_id),
+        service=SERVICE,
+    )
+    return respond_message(request, str(order_id))

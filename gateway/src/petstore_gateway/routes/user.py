@@ -1,0 +1,143 @@
+"""/v2/user: accounts and sessions, forwarded to the user service."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from petstore.user.v1 import user_service_pb2
+from petstore_gateway.auth import API_KEY_HEADER
+from petstore_gateway.bodies import read_body, respond, respond_message
+from petstore_gateway.errors import ApiError
+from petstore_gateway.keys import AUTHENTICATOR, CLIENTS, PRINCIPAL
+from petstore_gateway.representations.order import format_utc
+from petstore_gateway.representations.user import USER, USERS, user_from_wire, user_to_wire, users_from_wire
+from petstore_gateway.rpc import call
+
+SERVICE = "user"
+LOGIN_RATE_LIMIT_PER_HOUR = 5000
+"""Sent as X-Rate-Limit on login, as classic clients expect; a constant until rate limiting exists."""
+
+routes = web.RouteTableDef()
+
+
+@routes.post("/v2/user")
+async def create_user(request: web.Request) -> web.Response:
+    user, password = await read_body(request, USER, lambda value: user_from_wire(value, for_create=True))
+    reply = await call(
+        request,
+        request.app[CLIENTS].user.CreateUser,
+        user_service_pb2.CreateUserRequest(user=user, password=password or ""),
+        service=SERVICE,
+    )
+    return respond_message(request, str(reply.user.id))
+
+
+async def _create_users(request: web.Request) -> web.Response:
+    users = await read_body(request, USERS, users_from_wire)
+    await call(
+        request,
+        request.app[CLIENTS].user.CreateUsers,
+        user_service_pb2.CreateUsersRequest(
+            users=[
+                user_service_pb2.CreateUserRequest(user=user, password=password) for user, password in users
+            ]
+        ),
+        service=SERVICE,
+    )
+    return respond_message(request, "ok")
+
+
+@routes.post("/v2/user/createWithArray")
+async def create_users_with_array(request: web.Request) -> web.Response:
+    return await _create_users(request)
+
+
+@routes.post("/v2/user/createWithList")
+async def create_users_with_list(request: web.Request) -> web.Response:
+    return await _create_users(request)
+
+
+@routes.get("/v2/user/login")
+async def login(request: web.Request) -> web.Response:
+    username = request.query.get("username", "")
+    password = request.query.get("password", "")
+    if not username:
+        raise ApiError(400, "username is required")
+    if not password:
+        raise ApiError(400, "password is required")
+    reply = await call(
+        request,
+        request.app[CLIENTS].user.Login,
+        user_service_pb2.LoginRequest(username=username, password=password),
+        service=SERVICE,
+    )
+    headers = {
+        "X-Rate-Limit": str(LOGIN_RATE_LIMIT_PER_HOUR),
+        "X-Expires-After": format_utc(reply.expire_time),
+    }
+    return respond_message(request, f"logged in user session:{reply.session_token}", headers=headers)
+
+
+@routes.get("/v2/user/logout")
+async def logout(request: web.Request) -> web.Response:
+    """Ends the session sent as api_key, if it is one; "ok" in every case."""
+    token = request.headers.get(API_KEY_HEADER, "")
+    authenticator = request.app[AUTHENTICATOR]
+    if token.count(".") == 2:
+        try:
+            claims = authenticator.decode_session(token)
+        except ApiError:
+            claims = None  # not a live session of ours: nothing to end
+        if claims is not None:
+            await call(
+                request,
+                request.app[CLIENTS].user.Logout,
+                user_service_pb2.LogoutRequest(session_token=token),
+                service=SERVICE,
+            )
+            authenticator.session_ended(claims.session_id)
+    return respond_message(request, "ok")
+
+
+@routes.get("/v2/user/{username}")
+async def get_user(request: web.Request) -> web.Response:
+    reply = await call(
+        request,
+        request.app[CLIENTS].user.GetUser,
+        user_service_pb2.GetUserRequest(username=request.match_info["username"]),
+        service=SERVICE,
+    )
+    return respond(request, user_to_wire(reply.user), USER)
+
+
+def _caller(request: web.Request) -> user_service_pb2.Caller:
+    """A static key holder may change anyone; a session only its own user (the service decides)."""
+    principal = request[PRINCIPAL]
+    if principal.user_id is None:
+        return user_service_pb2.Caller()
+    return user_service_pb2.Caller(user_id=principal.user_id)
+
+
+@routes.put("/v2/user/{username}")
+async def update_user(request: web.Request) -> web.Response:
+    username = request.match_info["username"]
+    user, password = await read_body(request, USER, lambda value: user_from_wire(value, for_create=False))
+    if not user.username:
+        user.username = username  # no username in the body: keep the current one
+    update = user_service_pb2.UpdateUserRequest(username=username, user=user, caller=_caller(request))
+    if password is not None:
+        update.password = password
+    reply = await call(request, request.app[CLIENTS].user.UpdateUser, update, service=SERVICE)
+    return respond_message(request, str(reply.user.id))
+
+
+@routes.delete("/v2/user/{username}")
+async def delete_user(request: web.Request) -> web.Response:
+    username = request.match_info["username"]
+    await call(
+        request,
+        request.app[CLIENTS].user.DeleteUser,
+        user_service_pb2.DeleteUserRequest(username=username, caller=_caller(request)),
+        service=SERVICE,
+    )
+    return respond_message(request, username)

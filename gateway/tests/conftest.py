@@ -1,0 +1,61 @@
+"""Fixtures: the fake services on a real port, and the gateway under test in front of them."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from petstore_gateway.app import create_app
+from petstore_gateway.clients import ServiceClients
+from petstore_gateway.settings import GatewaySettings
+
+from .fakes import SESSION_SECRET, FakeBackend, start_backend
+
+STATIC_KEY = "static-key-for-tests"
+Client = TestClient[web.Request, web.Application]
+
+
+def unused_address() -> str:
+    """An address nothing listens on: a service that is down."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{sock.getsockname()[1]}"
+
+
+@pytest.fixture
+def settings() -> GatewaySettings:
+    return GatewaySettings.from_env(
+        {
+            "PETSTORE_SESSION_SECRET": SESSION_SECRET,
+            "PETSTORE_API_KEYS": f"another-key,{STATIC_KEY}",
+            "GRPC_TIMEOUT_SECONDS": "2",
+        }
+    )
+
+
+@pytest.fixture
+async def backend() -> AsyncIterator[FakeBackend]:
+    running = await start_backend()
+    try:
+        yield running
+    finally:
+        await running.server.stop(None)
+
+
+async def serve_gateway(settings: GatewaySettings, clients: ServiceClients) -> AsyncIterator[Client]:
+    async with TestClient(TestServer(create_app(settings, clients=clients))) as client:
+        yield client
+    await clients.close()
+
+
+@pytest.fixture
+async def client(settings: GatewaySettings, backend: FakeBackend) -> AsyncIterator[Client]:
+    clients = ServiceClients.connect(
+        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
+    )
+    async for served in serve_gateway(settings, clients):
+        yield served

@@ -1,0 +1,366 @@
+"""Small in-memory fakes of the three services, served by a real grpc.aio server on 127.0.0.1:0."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+import jwt
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from petstore.order.v1 import order_pb2, order_service_pb2, order_service_pb2_grpc
+from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
+from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
+from petstore_gateway.clients import ORDER_SERVICE, PET_SERVICE, USER_SERVICE
+
+SESSION_SECRET = "test-session-secret-" + "s" * 32
+Context = grpc.aio.ServicerContext[Any, Any]
+STATUS_NAMES = {
+    pet_pb2.PET_STATUS_AVAILABLE: "available",
+    pet_pb2.PET_STATUS_PENDING: "pending",
+    pet_pb2.PET_STATUS_SOLD: "sold",
+}
+
+
+class RequestIdRecorder(grpc.aio.ServerInterceptor):
+    """Remembers the x-request-id metadata of every call."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        for key, value in handler_call_details.invocation_metadata or ():
+            if key == "x-request-id" and isinstance(value, str):
+                self.seen.append(value)
+        return await continuation(handler_call_details)
+
+
+class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
+    def __init__(self) -> None:
+        self.pets: dict[int, pet_pb2.Pet] = {}
+        self.images: list[pet_service_pb2.UploadPetImageRequest] = []
+        self.last_list: pet_service_pb2.ListPetsRequest | None = None
+        self._next_id = 1000
+
+    def add(
+        self,
+        pet_id: int,
+        name: str,
+        status: pet_pb2.PetStatus.ValueType = pet_pb2.PET_STATUS_AVAILABLE,
+        tags: tuple[str, ...] = (),
+    ) -> None:
+        self.pets[pet_id] = pet_pb2.Pet(
+            id=pet_id, name=name, status=status, tags=[pet_pb2.Tag(name=t) for t in tags]
+        )
+
+    async def _get(self, pet_id: int, context: Context) -> pet_pb2.Pet:
+        pet = self.pets.get(pet_id)
+        if pet is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"pet {pet_id} not found")
+        return pet
+
+    async def GetPet(
+        self, request: pet_service_pb2.GetPetRequest, context: Context
+    ) -> pet_service_pb2.GetPetResponse:
+        return pet_service_pb2.GetPetResponse(pet=await self._get(request.id, context))
+
+    async def CreatePet(
+        self, request: pet_service_pb2.CreatePetRequest, context: Context
+    ) -> pet_service_pb2.CreatePetResponse:
+        pet = pet_pb2.Pet()
+        pet.CopyFrom(request.pet)
+        if not pet.name:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "name must not be empty")
+        if pet.HasField("id"):
+            if pet.id in self.pets:
+                await context.abort(grpc.StatusCode.ALREADY_EXISTS, f"pet {pet.id} already exists")
+        else:
+            self._next_id += 1
+            pet.id = self._next_id
+        self.pets[pet.id] = pet
+        return pet_service_pb2.CreatePetResponse(pet=pet)
+
+    async def UpdatePet(
+        self, request: pet_service_pb2.UpdatePetRequest, context: Context
+    ) -> pet_service_pb2.UpdatePetResponse:
+        stored = await self._get(request.pet.id, context)
+        if not request.update_mask.paths:
+            if not request.pet.name:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "name must not be empty")
+            stored.CopyFrom(request.pet)
+        for path in request.update_mask.paths:
+            if path == "name" and not request.pet.name:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "name must not be empty")
+            setattr(stored, path, getattr(request.pet, path))
+        return pet_service_pb2.UpdatePetResponse(pet=stored)
+
+    async def DeletePet(
+        self, request: pet_service_pb2.DeletePetRequest, context: Context
+    ) -> pet_service_pb2.DeletePetResponse:
+        await self._get(request.id, context)
+        del self.pets[request.id]
+        return pet_service_pb2.DeletePetResponse()
+
+    async def ListPets(
+        self, request: pet_service_pb2.ListPetsRequest, context: Context
+    ) -> pet_service_pb2.ListPetsResponse:
+        self.last_list = request
+        after = 0
+        if request.page_token:
+            if not request.page_token.isdigit():
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "invalid page token")
+            after = int(request.page_token)
+        matches = [
+            pet
+            for pet_id, pet in sorted(self.pets.items())
+            if pet_id > after
+            and (pet.status in request.statuses or any(t.name in request.tag_names for t in pet.tags))
+        ]
+        page = matches[: request.page_size]
+        token = str(page[-1].id) if len(matches) > len(page) else ""
+        return pet_service_pb2.ListPetsResponse(pets=page, next_page_token=token)
+
+    async def GetInventory(
+        self, request: pet_service_pb2.GetInventoryRequest, context: Context
+    ) -> pet_service_pb2.GetInventoryResponse:
+        counts: dict[str, int] = {}
+        for pet in self.pets.values():
+            name = STATUS_NAMES.get(pet.status)
+            if name is not None:
+                counts[name] = counts.get(name, 0) + 1
+        return pet_service_pb2.GetInventoryResponse(counts=counts)
+
+    async def UploadPetImage(
+        self, request: pet_service_pb2.UploadPetImageRequest, context: Context
+    ) -> pet_service_pb2.UploadPetImageResponse:
+        await self._get(request.pet_id, context)
+        if not request.content_type.startswith("image/"):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the file must be an image")
+        self.images.append(request)
+        return pet_service_pb2.UploadPetImageResponse(
+            image_id=f"img-{len(self.images)}", size_bytes=len(request.data)
+        )
+
+
+class FakeOrderService(order_service_pb2_grpc.OrderServiceServicer):
+    def __init__(self, pets: FakePetService) -> None:
+        self.pets = pets
+        self.orders: dict[int, order_pb2.Order] = {}
+        self.pet_service_down = False
+        self._next_id = 0
+
+    async def CreateOrder(
+        self, request: order_service_pb2.CreateOrderRequest, context: Context
+    ) -> order_service_pb2.CreateOrderResponse:
+        if self.pet_service_down:
+            # Internals in the details: the gateway must not pass them on.
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "connect to 10.1.2.3:50051 failed: Traceback")
+        order = order_pb2.Order()
+        order.CopyFrom(request.order)
+        if order.pet_id not in self.pets.pets:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"pet {order.pet_id} not found")
+        if order.quantity > 1_000_000:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "quantity must be at most 1000000")
+        if not order.HasField("id"):
+            self._next_id += 1
+            order.id = self._next_id
+        self.orders[order.id] = order
+        return order_service_pb2.CreateOrderResponse(order=order)
+
+    async def GetOrder(
+        self, request: order_service_pb2.GetOrderRequest, context: Context
+    ) -> order_service_pb2.GetOrderResponse:
+        order = self.orders.get(request.id)
+        if order is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"order {request.id} not found")
+        return order_service_pb2.GetOrderResponse(order=order)
+
+    async def DeleteOrder(
+        self, request: order_service_pb2.DeleteOrderRequest, context: Context
+    ) -> order_service_pb2.DeleteOrderResponse:
+        if self.orders.pop(request.id, None) is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"order {request.id} not found")
+        return order_service_pb2.DeleteOrderResponse()
+
+
+@dataclass
+class StoredUser:
+    user: user_pb2.User
+    password: str
+
+
+@dataclass
+class FakeUserService(user_service_pb2_grpc.UserServiceServicer):
+    users: dict[str, StoredUser] = field(default_factory=dict)
+    sessions: set[str] = field(default_factory=set)
+    check_calls: int = 0
+    last_caller: user_service_pb2.Caller | None = None
+    _next_id: int = 0
+
+    def _validate(self, request: user_service_pb2.CreateUserRequest) -> str | None:
+        if request.user.username in self.users:
+            return f"username {request.user.username} is taken"
+        if request.user.email.count("@") != 1:
+            return "email must look like an email"
+        return None
+
+    def _store(self, request: user_service_pb2.CreateUserRequest) -> user_pb2.User:
+        user = user_pb2.User()
+        user.CopyFrom(request.user)
+        self._next_id += 1
+        user.id = self._next_id
+        self.users[user.username] = StoredUser(user, request.password)
+        return user
+
+    async def CreateUser(
+        self, request: user_service_pb2.CreateUserRequest, context: Context
+    ) -> user_service_pb2.CreateUserResponse:
+        problem = self._validate(request)
+        if problem is not None:
+            code = grpc.StatusCode.ALREADY_EXISTS if "taken" in problem else grpc.StatusCode.INVALID_ARGUMENT
+            await context.abort(code, problem)
+        return user_service_pb2.CreateUserResponse(user=self._store(request))
+
+    async def CreateUsers(
+        self, request: user_service_pb2.CreateUsersRequest, context: Context
+    ) -> user_service_pb2.CreateUsersResponse:
+        names = [item.user.username for item in request.users]
+        for index, item in enumerate(request.users):
+            problem = self._validate(item) or (
+                "duplicate username" if names.index(item.user.username) != index else None
+            )
+            if problem is not None:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"users[{index}]: {problem}")
+        return user_service_pb2.CreateUsersResponse(users=[self._store(item) for item in request.users])
+
+    async def _find(self, username: str, context: Context) -> StoredUser:
+        stored = self.users.get(username)
+        if stored is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"user {username} not found")
+        return stored
+
+    async def _check_caller(
+        self, stored: StoredUser, caller: user_service_pb2.Caller, context: Context
+    ) -> None:
+        self.last_caller = caller
+        if caller.HasField("user_id") and caller.user_id != stored.user.id:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, "only the user may change this user")
+
+    async def GetUser(
+        self, request: user_service_pb2.GetUserRequest, context: Context
+    ) -> user_service_pb2.GetUserResponse:
+        return user_service_pb2.GetUserResponse(user=(await self._find(request.username, context)).user)
+
+    async def UpdateUser(
+        self, request: user_service_pb2.UpdateUserRequest, context: Context
+    ) -> user_service_pb2.UpdateUserResponse:
+        stored = await self._find(request.username, context)
+        await self._check_caller(stored, request.caller, context)
+        if request.user.username != request.username and request.user.username in self.users:
+            await context.abort(grpc.StatusCode.ALREADY_EXISTS, f"username {request.user.username} is taken")
+        user = user_pb2.User()
+        user.CopyFrom(request.user)
+        user.id = stored.user.id
+        del self.users[request.username]
+        password = request.password if request.HasField("password") else stored.password
+        self.users[user.username] = StoredUser(user, password)
+        return user_service_pb2.UpdateUserResponse(user=user)
+
+    async def DeleteUser(
+        self, request: user_service_pb2.DeleteUserRequest, context: Context
+    ) -> user_service_pb2.DeleteUserResponse:
+        stored = await self._find(request.username, context)
+        await self._check_caller(stored, request.caller, context)
+        del self.users[request.username]
+        return user_service_pb2.DeleteUserResponse()
+
+    async def Login(
+        self, request: user_service_pb2.LoginRequest, context: Context
+    ) -> user_service_pb2.LoginResponse:
+        stored = await self._find(request.username, context)
+        if stored.password != request.password:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "invalid username/password supplied")
+        token, expires = issue_token(stored.user.id, stored.user.username)
+        self.sessions.add(jwt.decode(token, options={"verify_signature": False})["jti"])
+        reply = user_service_pb2.LoginResponse(session_token=token)
+        reply.expire_time.FromSeconds(expires)
+        return reply
+
+    async def Logout(
+        self, request: user_service_pb2.LogoutRequest, context: Context
+    ) -> user_service_pb2.LogoutResponse:
+        claims = jwt.decode(request.session_token, SESSION_SECRET, algorithms=["HS256"])
+        self.sessions.discard(claims["jti"])
+        return user_service_pb2.LogoutResponse()
+
+    async def CheckSession(
+        self, request: user_service_pb2.CheckSessionRequest, context: Context
+    ) -> user_service_pb2.CheckSessionResponse:
+        self.check_calls += 1
+        return user_service_pb2.CheckSessionResponse(active=request.session_id in self.sessions)
+
+
+def issue_token(
+    user_id: int,
+    username: str,
+    *,
+    ttl_seconds: int = 3600,
+    secret: str = SESSION_SECRET,
+    algorithm: str = "HS256",
+    omit: tuple[str, ...] = (),
+) -> tuple[str, int]:
+    """A session token like the user service's; `omit` drops claims to test what is required."""
+    now = int(time.time())
+    claims: dict[str, Any] = {
+        "sub": str(user_id),
+        "name": username,
+        "iat": now,
+        "exp": now + ttl_seconds,
+        "jti": uuid.uuid4().hex,
+    }
+    for claim in omit:
+        del claims[claim]
+    return jwt.encode(claims, secret, algorithm=algorithm), now + ttl_seconds
+
+
+@dataclass
+class FakeBackend:
+    """All three fake services on one server: the gateway's three addresses all point at it."""
+
+    server: grpc.aio.Server
+    port: int
+    pet: FakePetService
+    order: FakeOrderService
+    user: FakeUserService
+    recorder: RequestIdRecorder
+    health: health.aio.HealthServicer
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+async def start_backend() -> FakeBackend:
+    recorder = RequestIdRecorder()
+    server = grpc.aio.server(interceptors=[recorder])
+    pet = FakePetService()
+    order = FakeOrderService(pet)
+    user = FakeUserService()
+    pet_service_pb2_grpc.add_PetServiceServicer_to_server(pet, server)
+    order_service_pb2_grpc.add_OrderServiceServicer_to_server(order, server)
+    user_service_pb2_grpc.add_UserServiceServicer_to_server(user, server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    for name in (PET_SERVICE, ORDER_SERVICE, USER_SERVICE):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    return FakeBackend(server, port, pet, order, user, recorder, health_servicer)

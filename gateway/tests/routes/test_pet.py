@@ -1,0 +1,386 @@
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import aiohttp
+import pytest
+
+from petstore.pet.v1 import pet_pb2
+
+from ..conftest import STATIC_KEY, Client
+from ..fakes import FakeBackend
+from ..wire import Wire, error_of
+
+KEY = {"api_key": STATIC_KEY}
+WIRES = pytest.mark.parametrize("wire", list(Wire))
+NEW_PET = {
+    "category": {"id": 1, "name": "Dogs"},
+    "name": "Rex",
+    "photoUrls": ["http://img/1.png", "http://img/2.png"],
+    "tags": [{"id": 5, "name": "friendly"}],
+    "status": "available",
+}
+
+
+@WIRES
+async def test_add_pet_assigns_an_id(client: Client, backend: FakeBackend, wire: Wire) -> None:
+    response = await client.post("/v2/pet", data=wire.body("Pet", NEW_PET), headers=wire.headers(**KEY))
+    assert response.status == 200
+    body = await wire.read(response)
+    assert body == {"id": body["id"], **NEW_PET}
+    assert backend.pet.pets[body["id"]].name == "Rex"
+
+
+@WIRES
+async def test_add_pet_with_a_taken_id_is_409(client: Client, backend: FakeBackend, wire: Wire) -> None:
+    backend.pet.add(7, "Old")
+    response = await client.post(
+        "/v2/pet", data=wire.body("Pet", {**NEW_PET, "id": 7}), headers=wire.headers(**KEY)
+    )
+    assert await error_of(wire, response) == (409, "pet 7 already exists")
+    assert backend.pet.pets[7].name == "Old"
+
+
+@WIRES
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"photoUrls": None}, "photoUrls is required"),
+        ({"name": None}, "name is required"),
+        ({"status": "lost"}, "status must be one of available, pending, sold"),
+        ({"id": "seven"}, "id must be an integer"),
+        ({"name": ""}, "name must not be empty"),  # the service's verdict, also 405
+    ],
+)
+async def test_add_pet_validation_failures_are_405(
+    client: Client, wire: Wire, change: dict[str, Any], message: str
+) -> None:
+    pet = {key: value for key, value in {**NEW_PET, **change}.items() if value is not None}
+    response = await client.post("/v2/pet", data=wire.body("Pet", pet), headers=wire.headers(**KEY))
+    assert await error_of(wire, response) == (405, message)
+
+
+async def test_add_pet_json_type_errors_are_405(client: Client) -> None:
+    response = await client.post(
+        "/v2/pet",
+        json={"name": "a", "photoUrls": "x", "id": True},
+        headers={**KEY, "Accept": "application/json"},
+    )
+    assert await error_of(Wire.JSON, response) == (405, "photoUrls must be a list of strings")
+
+
+@WIRES
+async def test_add_pet_unparseable_is_400(client: Client, wire: Wire) -> None:
+    response = await client.post("/v2/pet", data=b"<Pet><name>", headers=wire.headers(**KEY))
+    status, _ = await error_of(wire, response)
+    assert status == 400
+
+
+async def test_add_pet_xxe_is_400(client: Client, backend: FakeBackend) -> None:
+    body = b'<?xml version="1.0"?><!DOCTYPE Pet [<!ENTITY x SYSTEM "file:///etc/passwd">]><Pet><name>&x;</name></Pet>'
+    response = await client.post("/v2/pet", data=body, headers=Wire.XML.headers(**KEY))
+    assert response.status == 400
+    assert backend.pet.pets == {}
+
+
+@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded"])
+async def test_add_pet_without_a_supported_content_type_is_415(
+    client: Client, content_type: str | None
+) -> None:
+    headers = {**KEY, **({"Content-Type": content_type} if content_type else {})}
+    response = await client.post(
+        "/v2/pet", data=io.BytesIO(b'{"name": "a", "photoUrls": []}'), headers=headers
+    )
+    assert response.status == 415
+
+
+async def test_add_pet_without_a_body_is_400(client: Client) -> None:
+    response = await client.post("/v2/pet", headers={**KEY, "Content-Type": "application/json"})
+    assert await error_of(Wire.JSON, response) == (400, "a request body is required")
+
+
+@WIRES
+async def test_update_pet(client: Client, backend: FakeBackend, wire: Wire) -> None:
+    backend.pet.add(3, "Old")
+    updated = {**NEW_PET, "id": 3, "name": "New", "status": "sold"}
+    response = await client.put("/v2/pet", data=wire.body("Pet", updated), headers=wire.headers(**KEY))
+    assert response.status == 200
+    assert await wire.read(response) == updated
+    assert backend.pet.pets[3].status == pet_pb2.PET_STATUS_SOLD
+
+
+@WIRES
+async def test_update_unknown_pet_is_404(client: Client, wire: Wire) -> None:
+    response = await client.put(
+        "/v2/pet", data=wire.body("Pet", {**NEW_PET, "id": 99}), headers=wire.headers(**KEY)
+    )
+    assert await error_of(wire, response) == (404, "pet 99 not found")
+
+
+@WIRES
+async def test_update_pet_without_id_is_405(client: Client, wire: Wire) -> None:
+    response = await client.put("/v2/pet", data=wire.body("Pet", NEW_PET), headers=wire.headers(**KEY))
+    assert await error_of(wire, response) == (405, "id is required")
+
+
+@WIRES
+async def test_update_pet_unparseable_is_400(client: Client, wire: Wire) -> None:
+    response = await client.put("/v2/pet", data=b"{]", headers=wire.headers(**KEY))
+    assert response.status == 400
+
+
+@WIRES
+async def test_get_pet(client: Client, backend: FakeBackend, wire: Wire) -> None:
+    backend.pet.add(4, "Tom", pet_pb2.PET_STATUS_PENDING, ("cat",))
+    response = await client.get("/v2/pet/4", headers={"Accept": wire.value})
+    assert response.status == 200
+    assert await wire.read(response) == {
+        "id": 4,
+        "name": "Tom",
+        "photoUrls": [],
+        "tags": [{"name": "cat"}],
+        "status": "pending",
+    }
+
+
+@WIRES
+async def test_get_unknown_pet_is_404(client: Client, wire: Wire) -> None:
+    response = await client.get("/v2/pet/12", headers={"Accept": wire.value})
+    assert await error_of(wire, response) == (404, "pet 12 not found")
+
+
+@pytest.mark.parametrize("pet_id", ["abc", "1.5", "0", "-1", str(2**70)])
+async def test_get_pet_with_a_bad_id_is_400(client: Client, pet_id: str) -> None:
+    response = await client.get(f"/v2/pet/{pet_id}")
+    status, message = await error_of(Wire.JSON, response)
+    assert status == 400
+    assert message.startswith("Invalid ID supplied")
+
+
+@pytest.fixture
+def many_pets(backend: FakeBackend) -> FakeBackend:
+    backend.pet.add(1, "a", pet_pb2.PET_STATUS_AVAILABLE, ("x", "y"))
+    backend.pet.add(2, "b", pet_pb2.PET_STATUS_PENDING, ("y",))
+    backend.pet.add(3, "c", pet_pb2.PET_STATUS_SOLD, ("z",))
+    backend.pet.add(4, "d", pet_pb2.PET_STATUS_AVAILABLE)
+    return backend
+
+
+@WIRES
+@pytest.mark.parametrize("query", ["status=available,pending", "status=available&status=pending"])
+async def test_find_by_status(client: Client, many_pets: FakeBackend, wire: Wire, query: str) -> None:
+    response = await client.get(f"/v2/pet/findByStatus?{query}", headers={"Accept": wire.value})
+    assert response.status == 200
+    assert [pet["id"] for pet in await wire.read(response)] == [1, 2, 4]
+    assert "X-Next-Page-Token" not in response.headers
+
+
+async def test_find_by_status_xml_lists_pets(client: Client, many_pets: FakeBackend) -> None:
+    response = await client.get("/v2/pet/findByStatus?status=sold", headers={"Accept": "application/xml"})
+    text = await response.text()
+    assert "<pets><Pet><id>3</id>" in text
+
+
+@WIRES
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("", "status is required: one or more of available, pending, sold"),
+        ("status=", "status is required: one or more of available, pending, sold"),
+        ("status=available,lost", "status must be one of available, pending, sold"),
+        ("status=sold&limit=0", "limit must be an integer from 1 to 1000"),
+    ],
+)
+async def test_find_by_status_errors_are_400(client: Client, wire: Wire, query: str, message: str) -> None:
+    response = await client.get(f"/v2/pet/findByStatus?{query}", headers={"Accept": wire.value})
+    assert await error_of(wire, response) == (400, message)
+
+
+async def test_find_by_status_pages(client: Client, many_pets: FakeBackend) -> None:
+    first = await client.get("/v2/pet/findByStatus?status=available,pending&limit=2")
+    assert [pet["id"] for pet in await first.json()] == [1, 2]
+    token = first.headers["X-Next-Page-Token"]
+    second = await client.get(f"/v2/pet/findByStatus?status=available,pending&limit=2&pageToken={token}")
+    assert [pet["id"] for pet in await second.json()] == [4]
+    assert "X-Next-Page-Token" not in second.headers
+    assert many_pets.pet.last_list is not None
+    assert (many_pets.pet.last_list.page_size, many_pets.pet.last_list.page_token) == (2, token)
+
+
+async def test_lists_default_to_a_bounded_page(client: Client, many_pets: FakeBackend) -> None:
+    await client.get("/v2/pet/findByTags?tags=x")
+    assert many_pets.pet.last_list is not None
+    assert many_pets.pet.last_list.page_size == 100
+
+
+async def test_a_bad_page_token_is_400(client: Client, many_pets: FakeBackend) -> None:
+    response = await client.get("/v2/pet/findByStatus?status=sold&pageToken=garbage")
+    assert await error_of(Wire.JSON, response) == (400, "invalid page token")
+
+
+@WIRES
+async def test_find_by_tags_lists_each_pet_once(client: Client, many_pets: FakeBackend, wire: Wire) -> None:
+    response = await client.get("/v2/pet/findByTags?tags=x,y&tags=z", headers={"Accept": wire.value})
+    assert response.status == 200
+    assert [pet["id"] for pet in await wire.read(response)] == [1, 2, 3]
+
+
+@WIRES
+async def test_find_by_tags_without_tags_is_400(client: Client, wire: Wire) -> None:
+    response = await client.get("/v2/pet/findByTags", headers={"Accept": wire.value})
+    assert await error_of(wire, response) == (400, "tags is required: one or more tag names")
+
+
+@WIRES
+async def test_update_with_form_changes_only_the_given_fields(
+    client: Client, backend: FakeBackend, wire: Wire
+) -> None:
+    backend.pet.add(5, "Old", tags=("keep",))
+    response = await client.post("/v2/pet/5", data={"status": "sold"}, headers={**KEY, "Accept": wire.value})
+    assert response.status == 200
+    assert await wire.read(response) == {"code": 200, "type": "unknown", "message": "5"}
+    stored = backend.pet.pets[5]
+    assert (stored.name, stored.status, [t.name for t in stored.tags]) == (
+        "Old",
+        pet_pb2.PET_STATUS_SOLD,
+        ["keep"],
+    )
+
+
+async def test_update_with_multipart_form(client: Client, backend: FakeBackend) -> None:
+    backend.pet.add(5, "Old")
+    form = aiohttp.FormData()
+    form.add_field("name", "New")
+    form.add_field("status", "pending")
+    response = await client.post("/v2/pet/5", data=form, headers=KEY)
+    assert response.status == 200
+    assert (backend.pet.pets[5].name, backend.pet.pets[5].status) == ("New", pet_pb2.PET_STATUS_PENDING)
+
+
+@WIRES
+@pytest.mark.parametrize(
+    ("form", "expected"),
+    [
+        ({"status": "lost"}, (405, "status must be one of available, pending, sold")),
+        ({"name": ""}, (405, "name must not be empty")),
+    ],
+)
+async def test_update_with_form_invalid_input_is_405(
+    client: Client, backend: FakeBackend, wire: Wire, form: dict[str, str], expected: tuple[int, str]
+) -> None:
+    backend.pet.add(5, "Old")
+    response = await client.post("/v2/pet/5", data=form, headers={**KEY, "Accept": wire.value})
+    assert await error_of(wire, response) == expected
+
+
+@WIRES
+@pytest.mark.parametrize("form", [{"name": "x"}, {}])
+async def test_update_with_form_unknown_pet_is_404(client: Client, wire: Wire, form: dict[str, str]) -> None:
+    response = await client.post("/v2/pet/77", data=form, headers={**KEY, "Accept": wire.value})
+    assert await error_of(wire, response) == (404, "pet 77 not found")
+
+
+async def test_update_with_an_empty_form_changes_nothing(client: Client, backend: FakeBackend) -> None:
+    backend.pet.add(5, "Old")
+    response = await client.post("/v2/pet/5", headers=KEY)
+    assert response.status == 200
+    assert backend.pet.pets[5].name == "Old"
+
+
+async def test_update_with_json_is_415(client: Client, backend: FakeBackend) -> None:
+    backend.pet.add(5, "Old")
+    response = await client.post("/v2/pet/5", json={"name": "x"}, headers=KEY)
+    assert response.status == 415
+
+
+@WIRES
+async def test_delete_pet(client: Client, backend: FakeBackend, wire: Wire) -> None:
+    backend.pet.add(6, "Bye")
+    response = await client.delete("/v2/pet/6", headers={**KEY, "Accept": wire.value})
+    assert response.status == 200
+    assert await wire.read(response) == {"code": 200, "type": "unknown", "message": "6"}
+    assert 6 not in backend.pet.pets
+
+
+@WIRES
+@pytest.mark.parametrize(("pet_id", "status"), [("6", 404), ("x", 400)])
+async def test_delete_pet_errors(client: Client, wire: Wire, pet_id: str, status: int) -> None:
+    response = await client.delete(f"/v2/pet/{pet_id}", headers={**KEY, "Accept": wire.value})
+    assert (await error_of(wire, response))[0] == status
+
+
+def image_form(content_type: str = "image/png", metadata: str | None = "front view") -> aiohttp.FormData:
+    form = aiohttp.FormData()
+    if metadata is not None:
+        form.add_field("additionalMetadata", metadata)
+    form.add_field("file", b"\x89PNG-bytes", filename="rex.png", content_type=content_type)
+    return form
+
+
+@WIRES
+async def test_upload_image(client: Client, backend: FakeBackend, wire: Wire) -> None:
+    backend.pet.add(8, "Pic")
+    response = await client.post(
+        "/v2/pet/8/uploadImage", data=image_form(), headers={**KEY, "Accept": wire.value}
+    )
+    assert response.status == 200
+    assert await wire.read(response) == {
+        "code": 200,
+        "type": "unknown",
+        "message": "additionalMetadata: front view\nimage img-1 stored, 10 bytes",
+    }
+    stored = backend.pet.images[0]
+    assert (stored.pet_id, stored.data, stored.content_type) == (8, b"\x89PNG-bytes", "image/png")
+    assert (stored.file_name, stored.additional_metadata) == ("rex.png", "front view")
+
+
+async def test_upload_image_without_metadata(client: Client, backend: FakeBackend) -> None:
+    backend.pet.add(8, "Pic")
+    response = await client.post("/v2/pet/8/uploadImage", data=image_form(metadata=None), headers=KEY)
+    assert (await response.json())["message"].startswith("additionalMetadata: null\n")
+
+
+@WIRES
+async def test_upload_image_errors(client: Client, backend: FakeBackend, wire: Wire) -> None:
+    headers = {**KEY, "Accept": wire.value}
+    unknown = await client.post("/v2/pet/8/uploadImage", data=image_form(), headers=headers)
+    assert await error_of(wire, unknown) == (404, "pet 8 not found")
+    backend.pet.add(8, "Pic")
+    not_image = await client.post("/v2/pet/8/uploadImage", data=image_form("text/plain"), headers=headers)
+    assert await error_of(wire, not_image) == (400, "the file must be an image")
+    no_file = aiohttp.FormData()
+    no_file.add_field("additionalMetadata", "x")
+    no_file.add_field("other", b"x", filename="x.png")
+    missing = await client.post("/v2/pet/8/uploadImage", data=no_file, headers=headers)
+    assert (await error_of(wire, missing))[0] == 400
+    text_field = await client.post("/v2/pet/8/uploadImage", data={"file": "not a file"}, headers=headers)
+    assert (await error_of(wire, text_field))[0] == 415  # urlencoded is not multipart
+    bad_id = await client.post("/v2/pet/zero/uploadImage", data=image_form(), headers=headers)
+    assert (await error_of(wire, bad_id))[0] == 400
+
+
+async def test_upload_image_over_the_limit_is_413(client: Client, backend: FakeBackend) -> None:
+    backend.pet.add(8, "Pic")
+    form = aiohttp.FormData()
+    form.add_field("file", io.BytesIO(b"x" * (1024 * 1024 + 1)), filename="big.png", content_type="image/png")
+    response = await client.post("/v2/pet/8/uploadImage", data=form, headers=KEY)
+    assert response.status == 413
+    assert backend.pet.images == []
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("multipart/form-data", b"--x\r\n\r\n"),
+        ("multipart/form-data; boundary=x", b"garbage"),
+        ("multipart/form-data; boundary=x", b"--x\r\nContent-Disposition: form-data\r\n\r\nv\r\n--x--\r\n"),
+    ],
+)
+async def test_malformed_forms_are_400_not_500(
+    client: Client, backend: FakeBackend, content_type: str, body: bytes
+) -> None:
+    backend.pet.add(5, "Old")
+    for path in ("/v2/pet/5", "/v2/pet/5/uploadImage"):
+        response = await client.post(path, data=body, headers={**KEY, "Content-Type": content_type})
+        assert await error_of(Wire.JSON, response) == (400, "request body is not a valid form")

@@ -1,0 +1,309 @@
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from petstore.user.v1 import user_pb2, user_service_pb2
+from petstore_gateway.clients import ServiceClients
+from petstore_gateway.settings import GatewaySettings
+
+from ..conftest import STATIC_KEY, Client, serve_gateway, unused_address
+from ..fakes import FakeBackend, StoredUser, issue_token
+from ..wire import Wire, error_of
+
+KEY = {"api_key": STATIC_KEY}
+WIRES = pytest.mark.parametrize("wire", list(Wire))
+PASSWORD = "correct-horse-battery"
+ANN = {
+    "username": "ann",
+    "firstName": "Ann",
+    "lastName": "Lee",
+    "email": "ann@example.com",
+    "password": PASSWORD,
+    "phone": "555",
+    "userStatus": 1,
+}
+
+
+def add_user(backend: FakeBackend, username: str, user_id: int, password: str = PASSWORD) -> None:
+    user = user_pb2.User(id=user_id, username=username, email=f"{username}@example.com")
+    backend.user.users[username] = StoredUser(user, password)
+
+
+async def login(client: Client, username: str, password: str = PASSWORD) -> str:
+    response = await client.get("/v2/user/login", params={"username": username, "password": password})
+    assert response.status == 200
+    message: str = (await response.json())["message"]
+    return message.removeprefix("logged in user session:")
+
+
+@WIRES
+async def test_create_user_needs_no_key(client: Client, backend: FakeBackend, wire: Wire) -> None:
+    response = await client.post("/v2/user", data=wire.body("User", ANN), headers=wire.headers())
+    assert response.status == 200
+    body = await wire.read(response)
+    stored = backend.user.users["ann"]
+    assert body == {"code": 200, "type": "unknown", "message": str(stored.user.id)}
+    assert (stored.password, stored.user.first_name, stored.user.user_status) == (PASSWORD, "Ann", 1)
+
+
+@WIRES
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"email": None}, (400, "email is required")),
+        ({"password": None}, (400, "password is required")),
+        ({"username": None}, (400, "username is required")),
+        ({"email": "nope"}, (400, "email must look like an email")),
+        ({"userStatus": "x"}, (400, "userStatus must be an integer")),
+    ],
+)
+async def test_create_user_invalid_is_400(
+    client: Client, wire: Wire, change: dict[str, Any], expected: tuple[int, str]
+) -> None:
+    user = {key: value for key, value in {**ANN, **change}.items() if value is not None}
+    response = await client.post("/v2/user", data=wire.body("User", user), headers=wire.headers())
+    assert await error_of(wire, response) == expected
+
+
+@WIRES
+async def test_create_user_with_a_taken_username_is_409(
+    client: Client, backend: FakeBackend, wire: Wire
+) -> None:
+    add_user(backend, "ann", 1)
+    response = await client.post("/v2/user", data=wire.body("User", ANN), headers=wire.headers())
+    assert await error_of(wire, response) == (409, "username ann is taken")
+
+
+@WIRES
+async def test_create_user_unparseable_is_400(client: Client, wire: Wire) -> None:
+    response = await client.post("/v2/user", data=b"{<", headers=wire.headers())
+    assert (await error_of(wire, response))[0] == 400
+
+
+@WIRES
+@pytest.mark.parametrize("path", ["/v2/user/createWithArray", "/v2/user/createWithList"])
+async def test_create_users(client: Client, backend: FakeBackend, wire: Wire, path: str) -> None:
+    users = [ANN, {**ANN, "username": "bob", "email": "bob@example.com"}]
+    response = await client.post(path, data=wire.body("users", users), headers=wire.headers(**KEY))
+    assert response.status == 200
+    assert await wire.read(response) == {"code": 200, "type": "unknown", "message": "ok"}
+    assert set(backend.user.users) == {"ann", "bob"}
+
+
+@WIRES
+@pytest.mark.parametrize(
+    ("users", "message"),
+    [
+        ([ANN, {**ANN, "email": None}], "users[1].email is required"),
+        ([ANN, {**ANN, "email": "x"}], "users[1]: email must look like an email"),
+        ([ANN, ANN], "users[1]: duplicate username"),
+        ([], "at least one user is required"),
+    ],
+)
+async def test_create_users_all_or_none(
+    client: Client, backend: FakeBackend, wire: Wire, users: list[dict[str, Any]], message: str
+) -> None:
+    users = [{key: value for key, value in user.items() if value is not None} for user in users]
+    response = await client.post(
+        "/v2/user/createWithList", data=wire.body("users", users), headers=wire.headers(**KEY)
+    )
+    assert await error_of(wire, response) == (400, message)
+    assert backend.user.users == {}
+
+
+async def test_create_users_json_must_be_a_list(client: Client) -> None:
+    response = await client.post("/v2/user/createWithArray", json=ANN, headers=KEY)
+    assert await error_of(Wire.JSON, response) == (400, "the request body must be a list")
+
+
+@WIRES
+async def test_login(client: Client, backend: FakeBackend, wire: Wire) -> None:
+    add_user(backend, "ann", 1)
+    response = await client.get(
+        "/v2/user/login", params={"username": "ann", "password": PASSWORD}, headers={"Accept": wire.value}
+    )
+    assert response.status == 200
+    body = await wire.read(response)
+    assert (body["code"], body["type"]) == (200, "unknown")
+    assert body["message"].startswith("logged in user session:")
+    assert response.headers["X-Rate-Limit"] == "5000"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", response.headers["X-Expires-After"])
+
+
+@WIRES
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"username": "ann", "password": "wrong"}, (400, "invalid username/password supplied")),
+        ({"username": "zed", "password": "pw"}, (404, "user zed not found")),
+        ({"username": "ann"}, (400, "password is required")),
+        ({"password": "pw"}, (400, "username is required")),
+    ],
+)
+async def test_login_errors(
+    client: Client, backend: FakeBackend, wire: Wire, params: dict[str, str], expected: tuple[int, str]
+) -> None:
+    add_user(backend, "ann", 1)
+    response = await client.get("/v2/user/login", params=params, headers={"Accept": wire.value})
+    assert await error_of(wire, response) == expected
+
+
+async def test_a_session_works_as_api_key_and_is_checked_once_per_cache_period(
+    client: Client, backend: FakeBackend
+) -> None:
+    add_user(backend, "ann", 1)
+    token = await login(client, "ann")
+    for _ in range(3):
+        response = await client.delete("/v2/store/order/1", headers={"api_key": token})
+        assert response.status == 404  # authenticated; the order just does not exist
+    assert backend.user.check_calls == 1
+
+
+@WIRES
+async def test_logout_ends_the_session_at_once(client: Client, backend: FakeBackend, wire: Wire) -> None:
+    add_user(backend, "ann", 1)
+    token = await login(client, "ann")
+    assert (await client.delete("/v2/store/order/1", headers={"api_key": token})).status == 404
+    response = await client.get("/v2/user/logout", headers={"api_key": token, "Accept": wire.value})
+    assert response.status == 200
+    assert await wire.read(response) == {"code": 200, "type": "unknown", "message": "ok"}
+    assert backend.user.sessions == set()
+    after = await client.delete("/v2/store/order/1", headers={"api_key": token, "Accept": wire.value})
+    assert (await error_of(wire, after))[0] == 401
+
+
+@pytest.mark.parametrize("headers", [{}, {"api_key": "garbage"}, {"api_key": "a.b.c"}, KEY])
+async def test_logout_without_a_session_is_ok(client: Client, headers: dict[str, str]) -> None:
+    response = await client.get("/v2/user/logout", headers=headers)
+    assert response.status == 200
+    assert (await response.json())["message"] == "ok"
+
+
+@WIRES
+async def test_get_user_never_returns_the_password(client: Client, backend: FakeBackend, wire: Wire) -> None:
+    add_user(backend, "ann", 1)
+    response = await client.get("/v2/user/ann", headers={"Accept": wire.value})
+    assert response.status == 200
+    assert PASSWORD not in await response.text()
+    body = await wire.read(response)
+    assert body["username"] == "ann"
+    assert body["id"] == 1
+    assert "password" not in body
+
+
+@WIRES
+async def test_get_unknown_user_is_404(client: Client, wire: Wire) -> None:
+    response = await client.get("/v2/user/zed", headers={"Accept": wire.value})
+    assert await error_of(wire, response) == (404, "user zed not found")
+
+
+@WIRES
+async def test_update_own_user(client: Client, backend: FakeBackend, wire: Wire) -> None:
+    add_user(backend, "ann", 1)
+    token = await login(client, "ann")
+    change = {"firstName": "Annie", "email": "annie@example.com", "password": "new-password"}
+    response = await client.put(
+        "/v2/user/ann", data=wire.body("User", change), headers=wire.headers(api_key=token)
+    )
+    assert response.status == 200
+    assert await wire.read(response) == {"code": 200, "type": "unknown", "message": "1"}
+    stored = backend.user.users["ann"]  # no username in the body: the name stays
+    assert (stored.user.first_name, stored.password) == ("Annie", "new-password")
+    assert backend.user.last_caller == caller(1)
+
+
+def caller(user_id: int | None) -> user_service_pb2.Caller:
+    return user_service_pb2.Caller() if user_id is None else user_service_pb2.Caller(user_id=user_id)
+
+
+@WIRES
+async def test_update_someone_else_is_403_but_a_static_key_may(
+    client: Client, backend: FakeBackend, wire: Wire
+) -> None:
+    add_user(backend, "ann", 1)
+    add_user(backend, "bob", 2)
+    bob = await login(client, "bob")
+    body = wire.body("User", {"firstName": "Hacked"})
+    denied = await client.put("/v2/user/ann", data=body, headers=wire.headers(api_key=bob))
+    assert await error_of(wire, denied) == (403, "only the user may change this user")
+    allowed = await client.put("/v2/user/ann", data=body, headers=wire.headers(**KEY))
+    assert allowed.status == 200
+    assert backend.user.last_caller == caller(None)
+
+
+@WIRES
+async def test_update_user_errors(client: Client, backend: FakeBackend, wire: Wire) -> None:
+    add_user(backend, "ann", 1)
+    add_user(backend, "bob", 2)
+    rename = await client.put(
+        "/v2/user/ann", data=wire.body("User", {"username": "bob"}), headers=wire.headers(**KEY)
+    )
+    assert await error_of(wire, rename) == (409, "username bob is taken")
+    unknown_named = await client.put(
+        "/v2/user/zed", data=wire.body("User", {"firstName": "Z"}), headers=wire.headers(**KEY)
+    )
+    assert await error_of(wire, unknown_named) == (404, "user zed not found")
+    unparseable = await client.put("/v2/user/ann", data=b"<User", headers=wire.headers(**KEY))
+    assert (await error_of(wire, unparseable))[0] == 400
+
+
+@WIRES
+async def test_delete_user(client: Client, backend: FakeBackend, wire: Wire) -> None:
+    add_user(backend, "ann", 1)
+    add_user(backend, "bob", 2)
+    bob = await login(client, "bob")
+    denied = await client.delete("/v2/user/ann", headers={"api_key": bob, "Accept": wire.value})
+    assert (await error_of(wire, denied))[0] == 403
+    own = await client.delete("/v2/user/bob", headers={"api_key": bob, "Accept": wire.value})
+    assert await wire.read(own) == {"code": 200, "type": "unknown", "message": "bob"}
+    by_key = await client.delete("/v2/user/ann", headers={**KEY, "Accept": wire.value})
+    assert by_key.status == 200
+    gone = await client.delete("/v2/user/ann", headers={**KEY, "Accept": wire.value})
+    assert await error_of(wire, gone) == (404, "user ann not found")
+    assert backend.user.users == {}
+
+
+async def test_an_expired_or_forged_session_is_401(client: Client) -> None:
+    expired, _ = issue_token(1, "ann", ttl_seconds=-5)
+    forged, _ = issue_token(1, "ann", secret="not-the-secret-but-long-enough-000000")
+    for token in (expired, forged):
+        response = await client.delete("/v2/user/ann", headers={"api_key": token})
+        assert response.status == 401
+
+
+async def test_no_response_ever_carries_the_password(client: Client, backend: FakeBackend) -> None:
+    bodies = []
+    for wire in Wire:
+        backend.user.users.clear()
+        bodies.append(await client.post("/v2/user", data=wire.body("User", ANN), headers=wire.headers()))
+        bodies.append(await client.post("/v2/user", data=wire.body("User", ANN), headers=wire.headers()))
+        bodies.append(await client.get("/v2/user/ann", headers={"Accept": wire.value}))
+        bodies.append(
+            await client.get("/v2/user/login", params={"username": "ann", "password": PASSWORD + "x"})
+        )
+        bodies.append(
+            await client.put(
+                "/v2/user/ann", data=wire.body("User", {**ANN, "email": "x"}), headers=wire.headers(**KEY)
+            )
+        )
+    for response in bodies:
+        text = await response.text()
+        assert PASSWORD not in text
+        assert "Traceback" not in text
+
+
+async def test_a_session_cannot_be_checked_while_the_user_service_is_down(
+    settings: GatewaySettings, backend: FakeBackend
+) -> None:
+    clients = ServiceClients.connect(
+        pet_addr=backend.address, order_addr=backend.address, user_addr=unused_address()
+    )
+    token, _ = issue_token(1, "ann")
+    async for client in serve_gateway(settings, clients):
+        response = await client.delete("/v2/store/order/1", headers={"api_key": token})
+        assert await error_of(Wire.JSON, response) == (503, "the user service is unavailable")
+        static = await client.delete("/v2/store/order/1", headers=KEY)
+        assert static.status == 404  # static keys need no user service

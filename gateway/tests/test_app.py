@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from grpc.aio import UsageError
+
+from petstore_common.grpc_client import is_serving
+from petstore_gateway.app import create_app
+from petstore_gateway.keys import CLIENTS
+from petstore_gateway.settings import GatewaySettings
+
+from .fakes import FakeBackend
+
+
+async def test_without_injected_clients_channels_open_on_start_and_close_on_cleanup(
+    settings: GatewaySettings, backend: FakeBackend
+) -> None:
+    address = backend.address
+    app = create_app(
+        replace(settings, pet_service_addr=address, order_service_addr=address, user_service_addr=address)
+    )
+    async with TestClient(TestServer(app)) as client:
+        response = await client.get("/readyz")
+        assert response.status == 200
+        channels = list(app[CLIENTS].channels.values())
+    assert len(channels) == 3
+    for channel in channels:
+        with pytest.raises(UsageError, match="closed"):
+            await is_serving(channel)

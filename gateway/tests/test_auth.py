@@ -1,0 +1,155 @@
+from __future__ import annotations
+
+import jwt
+import pytest
+
+from petstore_gateway.auth import STATIC_KEY_HOLDER, Authenticator, Principal
+from petstore_gateway.errors import ApiError
+
+from .fakes import SESSION_SECRET, issue_token
+
+
+class Sessions:
+    """A stand-in for UserService.CheckSession, with a controllable clock for the cache."""
+
+    def __init__(self) -> None:
+        self.open: set[str] = set()
+        self.calls = 0
+        self.now = 0.0
+
+    async def check(self, session_id: str) -> bool:
+        self.calls += 1
+        return session_id in self.open
+
+    def clock(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def sessions() -> Sessions:
+    return Sessions()
+
+
+@pytest.fixture
+def authenticator(sessions: Sessions) -> Authenticator:
+    return Authenticator(
+        static_keys=("first-key", "second-key"),
+        session_secret=SESSION_SECRET,
+        check_session=sessions.check,
+        cache_seconds=2.0,
+        clock=sessions.clock,
+    )
+
+
+def open_session(sessions: Sessions, **kwargs: object) -> str:
+    token, _ = issue_token(7, "ann", **kwargs)  # type: ignore[arg-type]
+    sessions.open.add(jwt.decode(token, options={"verify_signature": False}).get("jti", ""))
+    return token
+
+
+async def test_static_keys_are_accepted_without_asking_the_user_service(
+    authenticator: Authenticator, sessions: Sessions
+) -> None:
+    assert await authenticator.authenticate("second-key") == STATIC_KEY_HOLDER
+    assert STATIC_KEY_HOLDER.is_static_key
+    assert sessions.calls == 0
+
+
+def test_static_key_comparison_checks_every_key(
+    authenticator: Authenticator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compared: list[bytes] = []
+
+    def compare(a: bytes, b: bytes) -> bool:
+        compared.append(b)
+        return a == b
+
+    monkeypatch.setattr("petstore_gateway.auth.hmac.compare_digest", compare)
+    assert authenticator.is_static_key("first-key")
+    assert compared == [b"first-key", b"second-key"]  # no early exit on the first match
+
+
+@pytest.mark.parametrize("key", [None, ""])
+async def test_a_missing_key_is_401(authenticator: Authenticator, key: str | None) -> None:
+    with pytest.raises(ApiError) as caught:
+        await authenticator.authenticate(key)
+    assert caught.value.status == 401
+
+
+@pytest.mark.parametrize("key", ["first-key-and-more", "FIRST-KEY", "a.b.c", "nonsense"])
+async def test_wrong_keys_are_401(authenticator: Authenticator, key: str) -> None:
+    with pytest.raises(ApiError) as caught:
+        await authenticator.authenticate(key)
+    assert (caught.value.status, caught.value.message) == (401, "invalid api_key")
+
+
+async def test_an_open_session_is_a_user_principal(authenticator: Authenticator, sessions: Sessions) -> None:
+    token = open_session(sessions)
+    principal = await authenticator.authenticate(token)
+    assert isinstance(principal, Principal)
+    assert (principal.user_id, principal.username, principal.is_static_key) == (7, "ann", False)
+
+
+async def test_expired_tokens_are_401(authenticator: Authenticator, sessions: Sessions) -> None:
+    token = open_session(sessions, ttl_seconds=-10)
+    with pytest.raises(ApiError, match="expired") as caught:
+        await authenticator.authenticate(token)
+    assert caught.value.status == 401
+
+
+async def test_tampered_tokens_are_401(authenticator: Authenticator, sessions: Sessions) -> None:
+    header, payload, signature = open_session(sessions).split(".")
+    forged_payload = jwt.utils.base64url_encode(b'{"sub":"1","jti":"x","iat":1,"exp":9999999999}').decode()
+    for token in (f"{header}.{forged_payload}.{signature}", f"{header}.{payload}.{signature[:-2]}AA"):
+        with pytest.raises(ApiError) as caught:
+            await authenticator.authenticate(token)
+        assert caught.value.status == 401
+
+
+async def test_tokens_signed_with_another_secret_or_alg_none_are_401(
+    authenticator: Authenticator, sessions: Sessions
+) -> None:
+    other_secret = open_session(sessions, secret="another-secret-of-enough-length-000")
+    unsigned = jwt.encode({"sub": "7", "jti": "j", "iat": 1, "exp": 9999999999}, None, algorithm="none")
+    for token in (other_secret, unsigned):
+        with pytest.raises(ApiError) as caught:
+            await authenticator.authenticate(token)
+        assert (caught.value.status, caught.value.message) == (401, "invalid api_key")
+
+
+@pytest.mark.parametrize("claim", ["exp", "iat", "sub", "jti"])
+async def test_tokens_missing_a_required_claim_are_401(
+    authenticator: Authenticator, sessions: Sessions, claim: str
+) -> None:
+    with pytest.raises(ApiError) as caught:
+        await authenticator.authenticate(open_session(sessions, omit=(claim,)))
+    assert caught.value.status == 401
+
+
+async def test_ended_sessions_are_401(authenticator: Authenticator, sessions: Sessions) -> None:
+    token, _ = issue_token(7, "ann")  # valid signature, but the service says the session is closed
+    with pytest.raises(ApiError, match="ended") as caught:
+        await authenticator.authenticate(token)
+    assert caught.value.status == 401
+
+
+async def test_session_checks_are_cached_for_a_bounded_time(
+    authenticator: Authenticator, sessions: Sessions
+) -> None:
+    token = open_session(sessions)
+    await authenticator.authenticate(token)
+    await authenticator.authenticate(token)
+    assert sessions.calls == 1
+    sessions.open.clear()  # logged out through another gateway
+    sessions.now += 2.5
+    with pytest.raises(ApiError):
+        await authenticator.authenticate(token)
+    assert sessions.calls == 2
+
+
+async def test_a_logout_here_takes_effect_at_once(authenticator: Authenticator, sessions: Sessions) -> None:
+    token = open_session(sessions)
+    await authenticator.authenticate(token)
+    authenticator.session_ended(authenticator.decode_session(token).session_id)
+    with pytest.raises(ApiError, match="ended"):
+        await authenticator.authenticate(token)

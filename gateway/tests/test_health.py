@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from grpc_health.v1 import health_pb2
+
+from petstore_gateway.clients import ORDER_SERVICE, ServiceClients
+from petstore_gateway.settings import GatewaySettings
+
+from .conftest import Client, serve_gateway, unused_address
+from .fakes import FakeBackend
+
+
+@pytest.fixture
+async def pet_down(settings: GatewaySettings, backend: FakeBackend) -> AsyncIterator[Client]:
+    """The gateway with nothing listening at the pet service's address."""
+    clients = ServiceClients.connect(
+        pet_addr=unused_address(), order_addr=backend.address, user_addr=backend.address
+    )
+    async for served in serve_gateway(settings, clients):
+        yield served
+
+
+async def test_livez(client: Client) -> None:
+    response = await client.get("/livez")
+    assert response.status == 200
+    assert (await response.json())["message"] == "live"
+
+
+async def test_ready_when_every_service_serves(client: Client) -> None:
+    response = await client.get("/readyz")
+    assert response.status == 200
+
+
+async def test_not_ready_names_the_service_that_is_not_serving(client: Client, backend: FakeBackend) -> None:
+    await backend.health.set(ORDER_SERVICE, health_pb2.HealthCheckResponse.NOT_SERVING)
+    response = await client.get("/readyz")
+    assert response.status == 503
+    body = await response.json()
+    assert body["type"] == "error"
+    assert "order" in body["message"]
+    assert "pet" not in body["message"]
+
+
+async def test_not_ready_when_a_service_is_unreachable(pet_down: Client) -> None:
+    response = await pet_down.get("/readyz")
+    assert response.status == 503
+    assert "pet" in (await response.json())["message"]
+
+
+async def test_a_service_that_is_down_is_503_not_500(pet_down: Client) -> None:
+    for accept in ("application/json", "application/xml"):
+        response = await pet_down.get("/v2/pet/1", headers={"Accept": accept})
+        assert response.status == 503
+        assert "the pet service is unavailable" in await response.text()
+
+
+async def test_metrics_count_requests_by_route_template(client: Client) -> None:
+    await client.get("/v2/pet/12345")
+    await client.get("/v2/no/such/thing")
+    response = await client.get("/metrics")
+    assert response.status == 200
+    text = await response.text()
+    assert 'gateway_http_requests_total{method="GET",route="/v2/pet/{petId}",status="404"} 1.0' in text
+    assert 'route="<unmatched>",status="404"' in text
+    assert "gateway_http_request_duration_seconds_bucket" in text
+    assert "12345" not in text

@@ -1,0 +1,160 @@
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import AsyncIterator
+
+import pytest
+
+from petstore_gateway.middlewares import REQUEST_ID_HEADER, needs_api_key
+
+from .conftest import STATIC_KEY, Client
+from .fakes import FakeBackend
+from .wire import Wire
+
+WRITE = {"api_key": STATIC_KEY}
+
+
+async def test_a_safe_request_id_is_echoed_and_forwarded(client: Client, backend: FakeBackend) -> None:
+    backend.pet.add(1, "rex")
+    response = await client.get("/v2/pet/1", headers={REQUEST_ID_HEADER: "trace-42.a:b"})
+    assert response.status == 200
+    assert response.headers[REQUEST_ID_HEADER] == "trace-42.a:b"
+    assert backend.recorder.seen == ["trace-42.a:b"]
+
+
+@pytest.mark.parametrize("given", ["", "has space", "x" * 200, "<script>"])
+async def test_an_unsafe_request_id_is_replaced(client: Client, backend: FakeBackend, given: str) -> None:
+    response = await client.get("/v2/pet/1", headers={REQUEST_ID_HEADER: given})
+    generated = response.headers[REQUEST_ID_HEADER]
+    assert generated != given
+    assert len(generated) == 32
+    assert backend.recorder.seen == [generated]
+
+
+async def test_every_response_has_a_request_id_even_errors(client: Client) -> None:
+    for response in (
+        await client.get("/nowhere"),
+        await client.get("/v2/pet/abc"),
+        await client.post("/v2/pet", data=b"{}"),
+        await client.get("/livez"),
+    ):
+        assert response.headers[REQUEST_ID_HEADER]
+
+
+@pytest.mark.parametrize("wire", list(Wire))
+async def test_unknown_routes_are_404_with_the_error_body(client: Client, wire: Wire) -> None:
+    response = await client.get("/v2/nothing/here", headers={"Accept": wire.value})
+    assert response.status == 404
+    assert await wire.read(response) == {"code": 404, "type": "error", "message": "no such resource"}
+
+
+async def test_a_wrong_method_is_405_with_allow(client: Client) -> None:
+    response = await client.patch("/v2/pet/1", headers=WRITE)
+    assert response.status == 405
+    assert {"GET", "POST", "DELETE"} <= set(response.headers["Allow"].split(","))
+    assert (await response.json())["type"] == "error"
+
+
+async def test_unacceptable_accept_is_406_in_json(client: Client) -> None:
+    response = await client.get("/v2/pet/1", headers={"Accept": "text/html"})
+    assert response.status == 406
+    body = await response.json()
+    assert body["code"] == 406
+    assert "application/json" in body["message"]
+
+
+async def test_probes_answer_whatever_the_accept(client: Client) -> None:
+    response = await client.get("/livez", headers={"Accept": "text/html"})
+    assert response.status == 200
+
+
+async def _chunks(size: int) -> AsyncIterator[bytes]:
+    for _ in range(size // 65536):
+        yield b" " * 65536
+
+
+@pytest.mark.parametrize("wire", list(Wire))
+async def test_bodies_over_the_limit_are_413(client: Client, wire: Wire) -> None:
+    body = b'{"name": "' + b"x" * (1024 * 1024) + b'"}'
+    response = await client.post("/v2/pet", data=io.BytesIO(body), headers=wire.headers(**WRITE))
+    assert response.status == 413
+    assert (await wire.read(response))["code"] == 413
+
+
+async def test_chunked_bodies_over_the_limit_are_413(client: Client) -> None:
+    response = await client.post(
+        "/v2/pet", data=_chunks(2 * 1024 * 1024), headers={"Content-Type": "application/json", **WRITE}
+    )
+    assert response.status == 413
+    assert (await response.json())["message"] == "request body is larger than 1048576 bytes"
+
+
+async def test_unhandled_errors_are_a_generic_500(
+    client: Client, backend: FakeBackend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(_: object) -> None:
+        raise RuntimeError("secret internals")
+
+    monkeypatch.setattr("petstore_gateway.routes.pet.pet_to_wire", broken)
+    backend.pet.add(1, "rex")
+    with caplog.at_level(logging.ERROR):
+        response = await client.get("/v2/pet/1")
+    assert response.status == 500
+    text = await response.text()
+    assert "internal error" in text
+    assert "Traceback" not in text
+    assert "secret internals" not in text
+    assert any(record.exc_info for record in caplog.records)
+
+
+async def test_one_access_log_line_per_request_with_the_route_template(
+    client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="petstore_gateway.access"):
+        await client.get("/v2/user/login?username=ann&password=hunter2", headers={REQUEST_ID_HEADER: "rid-1"})
+    lines = [r for r in caplog.records if r.name == "petstore_gateway.access"]
+    assert len(lines) == 1
+    line = lines[0]
+    assert (line.method, line.route, line.status) == ("GET", "/v2/user/login", 404)  # type: ignore[attr-defined]
+    assert "hunter2" not in str(line.__dict__)
+
+
+@pytest.mark.parametrize(
+    ("method", "route", "expected"),
+    [
+        ("GET", "/v2/pet/{petId}", False),
+        ("POST", "/v2/user", False),
+        ("POST", "/v2/pet", True),
+        ("PUT", "/v2/user/{username}", True),
+        ("DELETE", "/v2/store/order/{orderId}", True),
+        ("POST", "/v2/user/createWithList", True),
+    ],
+)
+def test_which_operations_need_a_key(method: str, route: str, expected: bool) -> None:
+    assert needs_api_key(method, route) is expected
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/v2/pet"),
+        ("PUT", "/v2/pet"),
+        ("POST", "/v2/pet/1"),
+        ("DELETE", "/v2/pet/1"),
+        ("POST", "/v2/pet/1/uploadImage"),
+        ("POST", "/v2/store/order"),
+        ("DELETE", "/v2/store/order/1"),
+        ("POST", "/v2/user/createWithArray"),
+        ("POST", "/v2/user/createWithList"),
+        ("PUT", "/v2/user/ann"),
+        ("DELETE", "/v2/user/ann"),
+    ],
+)
+@pytest.mark.parametrize("wire", list(Wire))
+async def test_writes_without_a_valid_key_are_401(client: Client, method: str, path: str, wire: Wire) -> None:
+    for headers in ({}, {"api_key": "wrong"}):
+        response = await client.request(method, path, data=b"{}", headers=wire.headers(**headers))
+        assert response.status == 401
+        body = await wire.read(response)
+        assert (body["code"], body["type"]) == (401, "error")

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import pytest
+
+from petstore_common.settings import SettingsError
+from petstore_gateway.settings import GatewaySettings
+
+SECRET = "x" * 32
+
+
+def test_defaults() -> None:
+    settings = GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": SECRET})
+    assert (settings.host, settings.port) == ("127.0.0.1", 8080)
+    assert (settings.pet_service_addr, settings.order_service_addr, settings.user_service_addr) == (
+        "127.0.0.1:50051",
+        "127.0.0.1:50052",
+        "127.0.0.1:50053",
+    )
+    assert settings.api_keys == ()
+    assert settings.grpc_timeout_seconds == 5.0
+    assert settings.max_body_bytes == 1024 * 1024
+
+
+def test_environment_overrides() -> None:
+    settings = GatewaySettings.from_env(
+        {
+            "PETSTORE_SESSION_SECRET": SECRET,
+            "GATEWAY_HOST": "0.0.0.0",
+            "GATEWAY_PORT": "9000",
+            "PETSTORE_API_KEYS": " one , two,,",
+            "GRPC_TIMEOUT_SECONDS": "0.5",
+            "MAX_BODY_BYTES": "2048",
+            "LOG_LEVEL": "debug",
+        }
+    )
+    assert (settings.host, settings.port, settings.api_keys) == ("0.0.0.0", 9000, ("one", "two"))
+    assert (settings.grpc_timeout_seconds, settings.max_body_bytes, settings.log_level) == (
+        0.5,
+        2048,
+        "DEBUG",
+    )
+
+
+@pytest.mark.parametrize("secret", ["", "short", "x" * 31])
+def test_a_missing_or_short_session_secret_refuses_to_start(secret: str) -> None:
+    with pytest.raises(SettingsError, match="PETSTORE_SESSION_SECRET"):
+        GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": secret})
+
+
+def test_secrets_stay_out_of_repr() -> None:
+    settings = GatewaySettings.from_env(
+        {"PETSTORE_SESSION_SECRET": "s3cr3t" * 8, "PETSTORE_API_KEYS": "k3y-value"}
+    )
+    assert "s3cr3t" not in repr(settings)
+    assert "k3y-value" not in repr(settings)
