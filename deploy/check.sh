@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Offline checks of the deployment files: Kubernetes manifests, docker-compose.yml, Dockerfiles.
+# Exits non-zero on the first failure; prints what it checked. `make test` runs it.
+#
+#   1. kustomize renders every folder of deploy/k8s/base and both overlays
+#   2. the renders pass `kubernetes-validate --strict` for each version in K8S_VERSIONS
+#   3. docker-compose.yml matches the Compose Specification schema (vendored) and
+#      `docker compose config -q` accepts it with the secrets set, and refuses it without
+#   4. hadolint on the four Dockerfiles (.hadolint.yaml if present)
+#   5. pytest deploy/tests: policy tests on the rendered manifests, compose file, Dockerfiles
+#
+# Needs: the project's .venv (make install), and either kubectl (for `kubectl kustomize`) or
+# Go (to build kustomize once into .cache/deploy-tools). `docker compose` is used when the
+# Docker CLI has it; otherwise Docker Compose is built once from its Go module into the same
+# cache (a few minutes, the first time only). No Docker engine or cluster is needed.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+VENV="${VENV:-$ROOT/.venv}"
+TOOLS="$ROOT/.cache/deploy-tools"
+# Pinned tool versions for the fallbacks. kustomize: the one embedded in kubectl 1.32.
+KUSTOMIZE_VERSION="v5.5.0"
+# Compose v5.6.0 is the newest release whose go.mod accepts Go 1.26.8 (the toolchain here).
+COMPOSE_VERSION="v5.6.0"
+# Oldest Kubernetes we support (native preStop sleep is on by default from 1.30) and the
+# newest schema bundled with kubernetes-validate.
+K8S_VERSIONS=(1.30.0 1.37.0)
+
+K8S_DIRS=(
+  deploy/k8s/base/gateway
+  deploy/k8s/base/pet-service
+  deploy/k8s/base/order-service
+  deploy/k8s/base/user-service
+  deploy/k8s/base/mongodb
+  deploy/k8s/base/network-policies
+  deploy/k8s/overlays/dev
+  deploy/k8s/overlays/prod
+)
+DOCKERFILES=(gateway/Dockerfile pet-service/Dockerfile order-service/Dockerfile user-service/Dockerfile)
+
+step() { printf '\n==> %s\n' "$*"; }
+ok() { printf '    ok: %s\n' "$*"; }
+die() {
+  printf 'deploy/check.sh: FAILED: %s\n' "$*" >&2
+  exit 1
+}
+
+for tool in python hadolint kubernetes-validate check-jsonschema; do
+  [[ -x "$VENV/bin/$tool" ]] || die "$VENV/bin/$tool is missing: run \`make install\` first"
+done
+
+# ---- tools ----------------------------------------------------------------------------------
+go_build_tool() { # module version package output [ldflags]: build a Go tool from its module
+  local module=$1 version=$2 package=$3 output=$4 ldflags=${5:-}
+  command -v go >/dev/null || return 1
+  local dir
+  # `go install pkg@version` refuses modules with replace/exclude directives (Compose has
+  # them), so download the module and build inside it as the main module.
+  dir=$(GOTOOLCHAIN=local GOFLAGS=-mod=mod go mod download -json "$module@$version" |
+    "$VENV/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["Dir"])') || return 1
+  mkdir -p "$(dirname "$output")"
+  (cd "$dir" && GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0 \
+    go build -trimpath -ldflags "$ldflags" -o "$output.tmp" "./$package") || return 1
+  mv "$output.tmp" "$output"
+}
+
+KUSTOMIZE=()
+if command -v kubectl >/dev/null && kubectl kustomize --help >/dev/null 2>&1; then
+  KUSTOMIZE=(kubectl kustomize)
+else
+  bin="$TOOLS/kustomize-$KUSTOMIZE_VERSION"
+  if [[ ! -x "$bin" ]]; then
+    echo "kubectl kustomize unavailable: building kustomize $KUSTOMIZE_VERSION into $TOOLS (once)"
+    go_build_tool sigs.k8s.io/kustomize/kustomize/v5 "$KUSTOMIZE_VERSION" . "$bin" ||
+      die "neither kubectl nor Go to build kustomize $KUSTOMIZE_VERSION is available"
+  fi
+  KUSTOMIZE=("$bin" build)
+fi
+
+COMPOSE=()
+if docker compose version >/dev/null 2>&1; then
+  COMPOSE=(docker compose)
+elif command -v docker-compose >/dev/null && [[ "$(docker-compose version --short 2>/dev/null)" =~ ^v?[2-9] ]]; then
+  COMPOSE=(docker-compose) # a standalone Compose v2+ (v1 predates the Compose Specification)
+else
+  bin="$TOOLS/docker-compose-$COMPOSE_VERSION"
+  if [[ ! -x "$bin" ]]; then
+    echo "no Docker Compose v2+: building Compose $COMPOSE_VERSION into $TOOLS (once, a few minutes)"
+    go_build_tool github.com/docker/compose/v5 "$COMPOSE_VERSION" cmd "$bin" \
+      "-X github.com/docker/compose/v5/internal.Version=$COMPOSE_VERSION" ||
+      die "Docker Compose is not available and could not be built with Go"
+  fi
+  COMPOSE=("$bin")
+fi
+echo "kustomize: ${KUSTOMIZE[*]}"
+echo "compose:   ${COMPOSE[*]} ($("${COMPOSE[@]}" version --short 2>/dev/null || echo '?'))"
+
+OUT="$(mktemp -d)"
+trap 'rm -rf "$OUT"' EXIT
+
+# ---- 1. render --------------------------------------------------------------------------------
+step "1. kustomize renders each base folder and overlay"
+for dir in "${K8S_DIRS[@]}"; do
+  [[ -f "$dir/kustomization.yaml" ]] || die "$dir/kustomization.yaml is missing"
+  out="$OUT/$(echo "$dir" | tr / _).yaml"
+  "${KUSTOMIZE[@]}" "$dir" >"$out" || die "kustomize could not render $dir"
+  [[ -s "$out" ]] || die "$dir rendered nothing"
+  ok "$dir ($(grep -c '^kind:' "$out") objects)"
+done
+
+# ---- 2. schema-validate the renders ---------------------------------------------------------
+step "2. kubernetes-validate --strict against Kubernetes ${K8S_VERSIONS[*]}"
+for version in "${K8S_VERSIONS[@]}"; do
+  for out in "$OUT"/*.yaml; do
+    "$VENV/bin/kubernetes-validate" --strict --quiet --kubernetes-version "$version" "$out" ||
+      die "$(basename "$out" .yaml) is not valid for Kubernetes $version"
+  done
+  ok "all ${#K8S_DIRS[@]} renders valid for $version"
+done
+
+# ---- 3. docker-compose.yml ------------------------------------------------------------------
+step "3. docker-compose.yml: Compose Specification schema and \`compose config\`"
+"$VENV/bin/check-jsonschema" --schemafile deploy/schemas/compose-spec.json docker-compose.yml ||
+  die "docker-compose.yml does not match deploy/schemas/compose-spec.json"
+ok "schema (deploy/schemas/compose-spec.json)"
+# An empty env file: a developer's .env must not change the result.
+: >"$OUT/empty.env"
+env -u PETSTORE_SESSION_SECRET -u PETSTORE_API_KEYS \
+  PETSTORE_SESSION_SECRET=placeholder-secret-placeholder-secret-0123 PETSTORE_API_KEYS=placeholder-key \
+  "${COMPOSE[@]}" --env-file "$OUT/empty.env" -f docker-compose.yml config -q ||
+  die "\`compose config\` rejects docker-compose.yml"
+ok "compose config -q (placeholder secrets)"
+if env -u PETSTORE_SESSION_SECRET -u PETSTORE_API_KEYS \
+  "${COMPOSE[@]}" --env-file "$OUT/empty.env" -f docker-compose.yml config -q 2>/dev/null; then
+  die "docker-compose.yml renders without PETSTORE_SESSION_SECRET/PETSTORE_API_KEYS: secrets must be required"
+fi
+ok "compose config refuses to render without the secrets"
+
+# ---- 4. Dockerfiles -----------------------------------------------------------------------------
+step "4. hadolint"
+hadolint_args=()
+[[ -f .hadolint.yaml ]] && hadolint_args=(--config .hadolint.yaml)
+for dockerfile in "${DOCKERFILES[@]}"; do
+  [[ -f "$dockerfile" ]] || die "$dockerfile is missing"
+  "$VENV/bin/hadolint" "${hadolint_args[@]}" "$dockerfile" || die "hadolint: $dockerfile"
+  ok "$dockerfile"
+done
+
+# ---- 5. policy tests ------------------------------------------------------------------------
+step "5. pytest deploy/tests"
+PETSTORE_KUSTOMIZE="${KUSTOMIZE[*]}" PETSTORE_COMPOSE="${COMPOSE[*]}" \
+  "$VENV/bin/python" -m pytest deploy/tests -q -p no:cacheprovider || die "deploy/tests"
+
+printf '\ndeploy/check.sh: all deployment checks OK\n'

@@ -1,0 +1,118 @@
+"""NetworkPolicies: default deny, and exactly the paths of the design, in the full overlays."""
+
+from __future__ import annotations
+
+import pytest
+
+from .support import APPS, Doc, name_of, of_kind, pod_labels, rendered, selected_apps, workloads
+
+# Who may open connections to whom (in-namespace pods), as designed.
+EXPECTED_INGRESS = {
+    "gateway": set(),  # only from the Ingress controller's namespace (checked separately)
+    "pet-service": {"gateway", "order-service"},
+    "order-service": {"gateway"},
+    "user-service": {"gateway"},
+    "mongodb": {"pet-service", "order-service", "user-service", "mongodb"},
+}
+EXPECTED_EGRESS = {
+    "gateway": {"pet-service", "order-service", "user-service"},
+    "pet-service": {"mongodb"},
+    "order-service": {"mongodb", "pet-service"},
+    "user-service": {"mongodb"},
+    "mongodb": {"mongodb"},
+}
+
+
+@pytest.fixture(scope="module", params=["dev", "prod"])
+def docs(request: pytest.FixtureRequest) -> list[Doc]:
+    return rendered(f"overlays/{request.param}")
+
+
+def _policies(docs: list[Doc]) -> list[Doc]:
+    policies = of_kind(docs, "NetworkPolicy")
+    assert policies
+    return policies
+
+
+def test_there_is_one_default_deny_for_both_directions(docs: list[Doc]) -> None:
+    deny = [
+        p
+        for p in _policies(docs)
+        if p["spec"]["podSelector"] == {} and not p["spec"].get("ingress") and not p["spec"].get("egress")
+    ]
+    assert len(deny) == 1
+    assert set(deny[0]["spec"]["policyTypes"]) == {"Ingress", "Egress"}
+
+
+def test_every_policy_selects_a_workload_or_is_namespace_wide(docs: list[Doc]) -> None:
+    for policy in _policies(docs):
+        selector = policy["spec"]["podSelector"]
+        if selector == {}:
+            continue
+        assert selected_apps(selector, docs), f"NetworkPolicy {name_of(policy)} selects no pods"
+
+
+def test_every_in_namespace_peer_selects_a_workload(docs: list[Doc]) -> None:
+    """A typo in a peer's labels would silently cut a path: every peer must match pods."""
+    for policy in _policies(docs):
+        for rule in policy["spec"].get("ingress", []) + policy["spec"].get("egress", []):
+            for peer in rule.get("from", []) + rule.get("to", []):
+                if "podSelector" in peer and "namespaceSelector" not in peer:
+                    assert selected_apps(peer["podSelector"], docs), f"{name_of(policy)}: {peer}"
+
+
+def _allowed(docs: list[Doc], direction: str) -> dict[str, set[str]]:
+    """app -> the in-namespace apps it accepts from ('ingress') or may reach ('egress')."""
+    peers_key = "from" if direction == "ingress" else "to"
+    result: dict[str, set[str]] = {pod_app: set() for pod_app in (selected_apps({}, docs))}
+    for policy in _policies(docs):
+        targets = selected_apps(policy["spec"]["podSelector"], docs)
+        for rule in policy["spec"].get(direction, []):
+            peers = rule.get(peers_key)
+            assert peers, f"{name_of(policy)}: a {direction} rule without peers allows everyone"
+            for peer in peers:
+                if "podSelector" in peer and "namespaceSelector" not in peer:
+                    for target in targets:
+                        result[target] |= selected_apps(peer["podSelector"], docs)
+    return result
+
+
+def test_ingress_paths_are_exactly_the_designed_ones(docs: list[Doc]) -> None:
+    assert _allowed(docs, "ingress") == EXPECTED_INGRESS
+
+
+def test_egress_paths_are_exactly_the_designed_ones(docs: list[Doc]) -> None:
+    assert _allowed(docs, "egress") == EXPECTED_EGRESS
+
+
+def test_only_the_gateway_admits_the_ingress_controller(docs: list[Doc]) -> None:
+    controller = {"kubernetes.io/metadata.name": "ingress-nginx"}
+    admitting: set[str] = set()
+    for policy in _policies(docs):
+        for rule in policy["spec"].get("ingress", []):
+            for peer in rule.get("from", []):
+                if peer.get("namespaceSelector", {}).get("matchLabels") == controller:
+                    admitting |= selected_apps(policy["spec"]["podSelector"], docs)
+    assert admitting == {"gateway"}
+
+
+def test_every_pod_may_resolve_dns_and_nothing_leaves_the_cluster(docs: list[Doc]) -> None:
+    dns_ports: set[tuple[str, int]] = set()
+    for policy in _policies(docs):
+        for rule in policy["spec"].get("egress", []):
+            for peer in rule.get("to", []):
+                assert "ipBlock" not in peer, f"{name_of(policy)}: egress outside the cluster"
+                if (
+                    peer.get("namespaceSelector", {})
+                    .get("matchLabels", {})
+                    .get("kubernetes.io/metadata.name")
+                    == "kube-system"
+                    and policy["spec"]["podSelector"] == {}
+                ):
+                    dns_ports |= {(p["protocol"], p["port"]) for p in rule["ports"]}
+    assert dns_ports == {("UDP", 53), ("TCP", 53)}
+
+
+def test_workloads_are_labelled_for_the_policies(docs: list[Doc]) -> None:
+    names = {pod_labels(w).get("app.kubernetes.io/name") for w in workloads(docs)}
+    assert names == {*APPS, "mongodb"}
