@@ -45,6 +45,7 @@ typecheck: install
 	  $(VENV)/bin/mypy $$dirs; \
 	done
 	$(VENV)/bin/mypy conftest.py tests/e2e
+	$(VENV)/bin/mypy deploy
 
 ferretdb: install
 	$(PY) -m petstore_devstack.ferretdb install

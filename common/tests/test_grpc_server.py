@@ -13,7 +13,7 @@ from pymongo.errors import ServerSelectionTimeoutError
 from petstore_common.errors import NotFound
 from petstore_common.grpc_client import create_channel, is_serving
 from petstore_common.grpc_server import RunningService, ServiceDefinition, start_service
-from petstore_common.request_context import current_request_id
+from petstore_common.request_context import NO_REQUEST_ID, current_request_id
 from petstore_common.settings import ServiceSettings
 
 SERVICE = "test.v1.EchoService"
@@ -111,6 +111,12 @@ async def test_the_callers_request_id_reaches_the_handler(call: Callable[[str], 
     finally:
         current_request_id.reset(token)
     assert seen_request_ids[-1] == "trace-42"
+
+
+async def test_a_call_outside_any_request_gets_a_fresh_id(call: Callable[[str], Awaitable[bytes]]) -> None:
+    await call("Echo")
+    assert seen_request_ids[-1] not in ("", NO_REQUEST_ID)
+    assert len(seen_request_ids[-1]) == 32
 
 
 async def test_health_follows_readiness(running: RunningService, readiness: Readiness) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2
 
-from petstore_common.request_context import REQUEST_ID_METADATA_KEY, current_request_id
+from petstore_common.request_context import NO_REQUEST_ID, REQUEST_ID_METADATA_KEY, current_request_id
 
 # A restarted service is reached again within about a second instead of gRPC's default
 # exponential backoff of up to two minutes.
@@ -31,7 +31,9 @@ class RequestIdClientInterceptor(grpc.aio.UnaryUnaryClientInterceptor):
         request: Any,
     ) -> Any:
         metadata = grpc.aio.Metadata(*(client_call_details.metadata or ()))
-        metadata[REQUEST_ID_METADATA_KEY] = current_request_id.get()
+        request_id = current_request_id.get()
+        if request_id != NO_REQUEST_ID:  # outside a request the server picks a fresh id
+            metadata[REQUEST_ID_METADATA_KEY] = request_id
         details = grpc.aio.ClientCallDetails(
             client_call_details.method,
             client_call_details.timeout,

@@ -176,7 +176,7 @@ async def serve(factory: ServiceFactory, settings: ServiceSettings) -> None:
         start_http_server(settings.metrics_port)
     async with factory(settings) as definition:
         running = await start_service(definition, settings)
-        log.info("serving", extra={"service": definition.name, "port": running.port})
+        log.info("serving", extra={"grpc_service": definition.name, "port": running.port})
         await stop.wait()
         log.info("stopping", extra={"grace_seconds": settings.grace_seconds})
         await running.stop(settings.grace_seconds)

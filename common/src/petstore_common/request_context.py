@@ -9,7 +9,10 @@ from contextvars import ContextVar
 REQUEST_ID_METADATA_KEY = "x-request-id"
 """gRPC metadata key (lower case, as gRPC requires) that carries the request id."""
 
-current_request_id: ContextVar[str] = ContextVar("current_request_id", default="-")
+NO_REQUEST_ID = "-"
+"""The id logged outside any request (start-up, shutdown)."""
+
+current_request_id: ContextVar[str] = ContextVar("current_request_id", default=NO_REQUEST_ID)
 
 # Ids are echoed into headers and logs: allow only a safe, bounded alphabet.
 _SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
