@@ -28,6 +28,10 @@ install: $(INSTALLED)
 run: install
 	$(PY) -m petstore_devstack
 
+# The same, with the classic demo pets, users and orders loaded.
+run-demo: install
+	$(PY) -m petstore_devstack --demo
+
 protos: install
 	protos/generate.sh
 

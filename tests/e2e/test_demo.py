@@ -1,0 +1,27 @@
+"""The demo data of `make run-demo` loads through the real API and reads back as the classic
+Petstore's pets, users and orders."""
+
+from __future__ import annotations
+
+from petstore_devstack.demo import CATEGORIES, PETS, USERS, load_demo_data
+from tests.e2e.client import Api
+from tests.e2e.conftest import STATIC_KEY
+
+
+async def test_demo_data_loads_and_reads_back(api: Api) -> None:
+    demo = load_demo_data(api.base_url, STATIC_KEY)
+
+    assert len(demo.pet_ids) == len(PETS) == 10
+    assert len(set(demo.pet_ids)) == 10
+    assert {category for _, category, _, _ in PETS} == set(CATEGORIES)
+    for pet_id, (name, category_id, _, status) in zip(demo.pet_ids, PETS, strict=True):
+        pet = (await api.call("GET", f"/pet/{pet_id}")).json
+        expected = (name, CATEGORIES[category_id], status)
+        assert (pet["name"], pet["category"]["name"], pet["status"]) == expected
+    for order_id in demo.order_ids:
+        order = (await api.call("GET", f"/store/order/{order_id}")).json
+        assert order["petId"] in demo.pet_ids
+    for username in USERS:
+        user = await api.call("GET", f"/user/{username}")
+        assert user.status == 200
+        assert "password" not in user.json
