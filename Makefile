@@ -8,7 +8,7 @@ PROJECTS := common devstack pet-service order-service user-service gateway
 PACKAGES := protos/python $(PROJECTS)
 INSTALLED := $(VENV)/.installed
 
-.PHONY: help install run run-demo test lint typecheck protos protos-check unit ferretdb deploy-check bench bench-smoke clean
+.PHONY: help install run run-demo test lint typecheck protos protos-check unit ferretdb e2e-compose deploy-check bench bench-smoke clean
 
 help:
 	@echo "make run    - the whole stack as local processes, gateway on http://127.0.0.1:8080/v2"
@@ -48,7 +48,7 @@ typecheck: install
 	  dirs=$$(ls -d $$project/src $$project/tests 2>/dev/null); \
 	  $(VENV)/bin/mypy $$dirs; \
 	done
-	$(VENV)/bin/mypy conftest.py tests/e2e
+	$(VENV)/bin/mypy conftest.py tests
 	$(VENV)/bin/mypy deploy
 
 ferretdb: install
@@ -57,6 +57,11 @@ ferretdb: install
 # The MongoDB-backed tests need MONGODB_URI: given, or FerretDB started for the run.
 unit: ferretdb
 	$(PY) -m petstore_devstack.ferretdb with -- $(PY) -m pytest
+
+# The same e2e suite against the docker-compose.yml stack (pytest-docker builds, starts and
+# removes it); skipped with the reason on a machine without a Docker engine with compose.
+e2e-compose: install
+	PETSTORE_E2E_MODE=compose $(PY) -m pytest tests/e2e
 
 deploy-check: install
 	deploy/check.sh

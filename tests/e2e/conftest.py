@@ -1,8 +1,11 @@
 """The stack under test: real processes talking real gRPC, driven over HTTP.
 
-The stack runs on MONGODB_URI when one is given (`make test` starts FerretDB), else on the
-embedded store. Set PETSTORE_E2E_BASE_URL to point the same tests at a stack started
-elsewhere (e.g. docker compose).
+Two modes, chosen by PETSTORE_E2E_MODE:
+- `process` (default, what `make test` runs): the stack as local processes, on MONGODB_URI
+  when one is given (`make test` starts FerretDB), else on the embedded store;
+- `compose` (`make e2e-compose`): docker-compose.yml built and started through pytest-docker,
+  with MongoDB; skipped with the reason when this machine has no Docker engine with compose.
+The same tests run in both; `control` stops and starts one service in either.
 """
 
 from __future__ import annotations
@@ -17,35 +20,92 @@ from aiohttp import ClientSession, ClientTimeout
 
 from petstore_devstack.stack import Stack
 from tests.e2e.client import Api
+from tests.e2e.control import ComposeControl, ProcessControl, StackControl, compose_unavailable_reason
 
 STATIC_KEY = "e2e-static-key-0123456789"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+E2E_MODE = os.environ.get("PETSTORE_E2E_MODE", "process")
 
 
 @pytest.fixture(scope="session")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    log_dir: Path = tmp_path_factory.mktemp("stack-logs")
+def control(request: pytest.FixtureRequest) -> StackControl:
+    if E2E_MODE == "compose":
+        fixture: StackControl = request.getfixturevalue("compose_control")
+    elif E2E_MODE == "process":
+        fixture = request.getfixturevalue("process_control")
+    else:
+        pytest.fail(f"PETSTORE_E2E_MODE must be 'process' or 'compose', not {E2E_MODE!r}")
+    return fixture
+
+
+@pytest.fixture(scope="session")
+def process_control(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessControl]:
     stack = Stack(
         mongodb_uri=os.environ.get("MONGODB_URI", ""),
         api_keys=STATIC_KEY,
         database_prefix=f"e2e_{uuid.uuid4().hex[:8]}",
-        log_dir=log_dir,
+        log_dir=tmp_path_factory.mktemp("stack-logs"),
     )
     stack.start()
     try:
-        yield stack
+        yield ProcessControl(stack)
     finally:
         stack.stop()
 
 
+# --- compose mode: pytest-docker's fixtures, pointed at the repository's compose file ------
+
+
 @pytest.fixture(scope="session")
-def base_url(stack: Stack) -> str:
-    return os.environ.get("PETSTORE_E2E_BASE_URL") or stack.base_url
+def docker_compose_file() -> str:
+    return str(REPO_ROOT / "docker-compose.yml")
+
+
+@pytest.fixture(scope="session")
+def docker_compose_project_name() -> str:
+    return f"petstore-e2e-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="session")
+def docker_setup() -> list[str]:
+    # --wait: returns once every container's health check passes (depends_on chains them).
+    return ["up --build --wait"]
+
+
+@pytest.fixture(scope="session")
+def docker_cleanup() -> list[str]:
+    return ["down -v"]
+
+
+@pytest.fixture(scope="session")
+def compose_control(request: pytest.FixtureRequest, docker_compose_project_name: str) -> ComposeControl:
+    reason = compose_unavailable_reason()
+    if reason:
+        pytest.skip(f"compose mode skipped: {reason}")
+    # The compose file refuses to start without its two secrets; these exist for this run only.
+    os.environ.setdefault("PETSTORE_API_KEYS", STATIC_KEY)
+    os.environ.setdefault("PETSTORE_SESSION_SECRET", uuid.uuid4().hex + uuid.uuid4().hex)
+    os.environ.setdefault("GATEWAY_PUBLISH", "127.0.0.1:18080")
+    request.getfixturevalue("docker_services")  # builds, starts and, at the end, removes the stack
+    host_port = os.environ["GATEWAY_PUBLISH"].rsplit(":", 1)[1]
+    return ComposeControl(f"http://127.0.0.1:{host_port}/v2", docker_compose_project_name)
+
+
+# --- what the tests use ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def base_url(control: StackControl) -> str:
+    return control.base_url
 
 
 @pytest.fixture
 async def api(base_url: str) -> AsyncIterator[Api]:
+    api_key = (
+        os.environ.get("PETSTORE_API_KEYS", STATIC_KEY).split(",")[0] if E2E_MODE == "compose" else STATIC_KEY
+    )
     async with ClientSession(timeout=ClientTimeout(total=15)) as session:
-        yield Api(session, base_url, STATIC_KEY)
+        yield Api(session, base_url, api_key)
 
 
 @pytest.fixture

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from petstore_devstack.demo import CATEGORIES, PETS, USERS, load_demo_data
 from tests.e2e.client import Api
-from tests.e2e.conftest import STATIC_KEY
 
 
 async def test_demo_data_loads_and_reads_back(api: Api) -> None:
-    demo = load_demo_data(api.base_url, STATIC_KEY)
+    demo = load_demo_data(api.base_url, api.static_key)
 
     assert len(demo.pet_ids) == len(PETS) == 10
     assert len(set(demo.pet_ids)) == 10

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from petstore_devstack.stack import Stack
 from tests.e2e.client import JSON, XML, Api, parse
+from tests.e2e.control import StackControl
 from tests.e2e.test_pets import a_pet, free_id
 
 FORMATS = [JSON, XML]
@@ -99,8 +99,10 @@ async def test_placing_an_order_needs_an_api_key(api: Api, pet_id: int) -> None:
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-async def test_pet_service_down_is_503_not_404(api: Api, stack: Stack, pet_id: int, fmt: str) -> None:
-    stack.stop_process("pet")
+async def test_pet_service_down_is_503_not_404(
+    api: Api, control: StackControl, pet_id: int, fmt: str
+) -> None:
+    control.stop_service("pet")
     try:
         order = await api.send("POST", "/store/order", {"petId": pet_id}, fmt)
         assert order.status == 503, order.text
@@ -109,7 +111,7 @@ async def test_pet_service_down_is_503_not_404(api: Api, stack: Stack, pet_id: i
         assert pet.status == 503, pet.text
         assert pet.error_message()
     finally:
-        stack.start_process("pet")
+        control.start_service("pet")
     # A fresh pet: on the embedded store the restart forgot the earlier one.
     new_pet = await api.send("POST", "/pet", a_pet(f"after-{pet_id}"), JSON)
     assert new_pet.status == 200, new_pet.text

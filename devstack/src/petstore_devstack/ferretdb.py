@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from petstore_devstack.ports import free_port, wait_for_port
 
@@ -71,29 +72,34 @@ def ensure_ferretdb() -> Path:
     return binary
 
 
+def launch_ferretdb(data_dir: Path, port: int, log_file: IO[bytes]) -> subprocess.Popen[bytes]:
+    """Start FerretDB on loopback `port`, storing its SQLite files in `data_dir`; returns at
+    once (wait_for_port tells when it accepts connections). The fault tests kill and relaunch
+    it on the same port and data."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen(
+        [
+            str(ensure_ferretdb()),
+            "--handler=sqlite",
+            f"--sqlite-url=file:{data_dir}/",
+            f"--listen-addr=127.0.0.1:{port}",
+            "--debug-addr=-",
+            "--telemetry=disable",
+            "--log-level=warn",
+        ],
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+    )
+
+
 @contextmanager
 def running_ferretdb(data_dir: Path | None = None, port: int | None = None) -> Iterator[str]:
     """Start FerretDB on a loopback port; yields its MongoDB URI; stops it on exit."""
-    binary = ensure_ferretdb()
     port = port or free_port()
     with tempfile.TemporaryDirectory(prefix="ferretdb-") as tmp:
-        data = data_dir or Path(tmp)
-        data.mkdir(parents=True, exist_ok=True)
         log_path = Path(tmp) / "ferretdb.log"
         with log_path.open("wb") as log_file:
-            process = subprocess.Popen(
-                [
-                    str(binary),
-                    "--handler=sqlite",
-                    f"--sqlite-url=file:{data}/",
-                    f"--listen-addr=127.0.0.1:{port}",
-                    "--debug-addr=-",
-                    "--telemetry=disable",
-                    "--log-level=warn",
-                ],
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-            )
+            process = launch_ferretdb(data_dir or Path(tmp), port, log_file)
         try:
             try:
                 wait_for_port(port, timeout=30)

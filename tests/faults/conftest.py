@@ -1,0 +1,39 @@
+"""Fault tests: each module starts a stack of its own, because these tests kill parts of it."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import ClientSession, ClientTimeout, TCPConnector
+
+STATIC_KEY = "fault-static-key-0123456789"
+GRPC_TIMEOUT_SECONDS = 2.0
+"""The gateway's deadline on every gRPC call in these stacks: no answer may take longer."""
+
+FAULT_ENV = {
+    "GRPC_TIMEOUT_SECONDS": str(GRPC_TIMEOUT_SECONDS),
+    "MONGODB_TIMEOUT_MS": "500",
+    "GRACE_SECONDS": "5",
+    "RATE_LIMIT_PER_SECOND": "0",
+}
+
+
+def database_prefix() -> str:
+    return f"faults_{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def log_dir(tmp_path: Path) -> Path:
+    return tmp_path / "logs"
+
+
+@pytest.fixture
+async def session() -> AsyncIterator[ClientSession]:
+    # A new connection per request: a keep-alive connection closing between requests would
+    # be a client-side race, not a fault of the server under test.
+    connector = TCPConnector(force_close=True)
+    async with ClientSession(connector=connector, timeout=ClientTimeout(total=10)) as session:
+        yield session

@@ -1,0 +1,82 @@
+"""SIGTERM during load: a service stopping lets in-flight calls finish and new requests get
+503 (never a cut-off answer); the gateway stopping finishes the request it is reading, then
+refuses new connections."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from aiohttp import ClientSession
+
+from petstore_devstack.stack import Stack
+from tests.faults.conftest import FAULT_ENV, STATIC_KEY, database_prefix
+from tests.faults.load import Request, SteadyLoad, send
+
+
+@pytest.fixture
+def stack(log_dir: Path) -> Iterator[Stack]:
+    # The embedded store: these tests are about processes stopping, not about storage.
+    stack = Stack(
+        api_keys=STATIC_KEY, database_prefix=database_prefix(), extra_env=FAULT_ENV, log_dir=log_dir
+    )
+    stack.start()
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+async def test_sigterm_to_the_pet_service_under_load(stack: Stack, session: ClientSession) -> None:
+    base = stack.base_url
+    created = await send(
+        session, Request("create", "POST", f"{base}/pet", {"name": "Rex", "photoUrls": []}, STATIC_KEY)
+    )
+    get_pet = Request("get pet", "GET", f"{base}/pet/{created.body['id']}")
+
+    async with SteadyLoad(session, [get_pet], workers=6) as load:
+        await asyncio.sleep(0.5)
+        stopped_with = await asyncio.to_thread(stack.stop_process, "pet")
+        stopped = time.monotonic()
+        await asyncio.sleep(1.0)
+
+    assert stopped_with == 0  # a clean exit within the grace period, not a SIGKILL
+    outcomes = load.outcomes
+    assert all(o.status is not None for o in outcomes), [o for o in outcomes if o.status is None]
+    assert {o.status for o in outcomes} <= {200, 503}
+    assert all(o.is_error_body for o in outcomes if o.status == 503)
+    assert {o.status for o in load.between(stopped, time.monotonic())} == {503}
+
+
+async def test_sigterm_to_the_gateway_finishes_the_request_in_flight(stack: Stack) -> None:
+    body = json.dumps({"name": "Slowpoke", "photoUrls": []}).encode()
+    reader, writer = await asyncio.open_connection("127.0.0.1", stack.gateway_port)
+    head = (
+        "POST /v2/pet HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"api_key: {STATIC_KEY}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    # Headers and half the body: the request is now being served when the signal comes.
+    writer.write(head.encode() + body[:10])
+    await writer.drain()
+    await asyncio.sleep(0.3)
+    stack.signal("gateway", signal.SIGTERM)
+    await asyncio.sleep(0.5)
+    with pytest.raises(ConnectionRefusedError):  # no new connections while stopping
+        await asyncio.open_connection("127.0.0.1", stack.gateway_port)
+
+    writer.write(body[10:])
+    await writer.drain()
+    answer = await asyncio.wait_for(reader.read(), timeout=5)
+    writer.close()
+
+    head_block, _, payload = answer.partition(b"\r\n\r\n")
+    assert head_block.split(b"\r\n")[0] == b"HTTP/1.1 200 OK"
+    assert json.loads(payload)["name"] == "Slowpoke"
+    gateway = stack.processes["gateway"].process
+    assert gateway is not None
+    assert await asyncio.to_thread(gateway.wait, 10) == 0

@@ -1,0 +1,76 @@
+"""SIGKILL the pet service under steady load: the gateway answers 503 with the error body
+within its deadline (orders too: never "pet not found"), /readyz turns 503, and requests
+succeed again within 2 s of the restarted service being up."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from aiohttp import ClientSession
+
+from petstore_devstack.stack import Stack
+from tests.faults.conftest import FAULT_ENV, GRPC_TIMEOUT_SECONDS, STATIC_KEY, database_prefix
+from tests.faults.load import Request, SteadyLoad, send, wait_for
+
+pytestmark = pytest.mark.mongo
+
+
+@pytest.fixture
+def stack(mongodb_uri: str, log_dir: Path) -> Iterator[Stack]:
+    stack = Stack(
+        mongodb_uri=mongodb_uri,
+        api_keys=STATIC_KEY,
+        database_prefix=database_prefix(),
+        extra_env=FAULT_ENV,
+        log_dir=log_dir,
+    )
+    stack.start()
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+async def test_pet_service_killed_and_restarted(stack: Stack, session: ClientSession) -> None:
+    base = stack.base_url
+    created = await send(
+        session, Request("create", "POST", f"{base}/pet", {"name": "Rex", "photoUrls": []}, STATIC_KEY)
+    )
+    assert created.status == 200, created
+    pet_id = created.body["id"]
+    get_pet = Request("get pet", "GET", f"{base}/pet/{pet_id}")
+    order = Request("order", "POST", f"{base}/store/order", {"petId": pet_id, "quantity": 1}, STATIC_KEY)
+    readyz = Request("readyz", "GET", base.removesuffix("/v2") + "/readyz")
+
+    async with SteadyLoad(session, [get_pet, order]) as load:
+        await asyncio.sleep(0.5)
+        pet_process = stack.processes["pet"].process
+        assert pet_process is not None
+        pet_process.send_signal(signal.SIGKILL)
+        await asyncio.to_thread(pet_process.wait)
+        killed = time.monotonic()
+        await wait_for(session, readyz, 503, within=3)
+        await asyncio.sleep(1.5)  # steady load against the missing service
+        await asyncio.to_thread(stack.start_process, "pet")  # returns once it reports SERVING
+        restarted = time.monotonic()
+        await asyncio.sleep(3.0)
+    await wait_for(session, readyz, 200, within=3)
+
+    outcomes = load.outcomes
+    assert {o.status for o in outcomes} <= {200, 503}, [o for o in outcomes if o.status not in (200, 503)]
+    assert all(o.is_error_body for o in outcomes if o.status == 503)
+    assert max(o.elapsed for o in outcomes) <= GRPC_TIMEOUT_SECONDS + 0.5
+    # While the service was gone (and before its replacement was started), both kinds of
+    # request got 503: an order is never reported as "pet not found".
+    down = load.between(killed + 0.1, restarted - 1.0)
+    assert {o.request for o in down} == {"get pet", "order"}
+    assert {o.status for o in down} == {503}
+    # From 2 s after the restarted service was up, everything succeeds again.
+    after = load.between(restarted + 2.0, time.monotonic())
+    assert after
+    assert {o.status for o in after} == {200}
