@@ -1,0 +1,1 @@
+"""The Petstore order service: owns store orders (gRPC petstore.order.v1.OrderService)."""

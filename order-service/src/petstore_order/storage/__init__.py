@@ -1,0 +1,1 @@
+"""Where orders live: one Protocol, a MongoDB and an in-memory implementation."""

@@ -1,0 +1,54 @@
+"""The storage contract both stores fulfil; protobuf `Order` messages are the currency."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol, TypeAlias
+
+from petstore.order.v1 import order_pb2
+
+Status: TypeAlias = order_pb2.OrderStatus.ValueType
+"""An OrderStatus enum value."""
+
+STATUS_NAMES: Mapping[Status, str] = {
+    order_pb2.ORDER_STATUS_PLACED: "placed",
+    order_pb2.ORDER_STATUS_APPROVED: "approved",
+    order_pb2.ORDER_STATUS_DELIVERED: "delivered",
+}
+"""How a status is stored; ORDER_STATUS_UNSPECIFIED is stored as an absent status."""
+
+NANOS_PER_MILLISECOND = 1_000_000
+"""Ship dates are kept to the millisecond: a BSON datetime holds no more."""
+
+
+def not_found(order_id: int) -> str:
+    return f"order {order_id} not found"
+
+
+def already_exists(order_id: int) -> str:
+    return f"order {order_id} already exists"
+
+
+class OrderStore(Protocol):
+    """Orders keyed by a positive integer id.
+
+    Every method raises petstore_common.errors.NotFound / AlreadyExists with a client-safe
+    message; stored and returned orders are copies, never shared with the caller. A ship
+    date is stored truncated to whole milliseconds, by both stores.
+    """
+
+    async def ensure_indexes(self) -> None:
+        """Create the indexes the queries need (idempotent)."""
+
+    async def ping(self) -> None:
+        """Raise when the store cannot be reached."""
+
+    async def get(self, order_id: int) -> order_pb2.Order:
+        """The order with this id; NotFound when absent."""
+
+    async def create(self, order: order_pb2.Order) -> order_pb2.Order:
+        """Store a new order under its own id (AlreadyExists when taken) or, without one, a fresh
+        id; returns the order as stored."""
+
+    async def delete(self, order_id: int) -> None:
+        """Remove the order; NotFound when absent."""

@@ -1,0 +1,69 @@
+"""The one place where orders turn into MongoDB documents and back.
+
+The ship date is a BSON datetime (UTC, whole milliseconds) so the database can compare and
+index it; the status is stored by name. Absent optional fields (ship date, an unspecified
+status) are absent keys, so what a client stores is what it reads back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from petstore.order.v1 import order_pb2
+from petstore_order.storage.base import NANOS_PER_MILLISECOND, STATUS_NAMES, Status
+
+Document = dict[str, Any]
+
+_STATUS_BY_NAME: Mapping[str, Status] = {name: value for value, name in STATUS_NAMES.items()}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MILLISECOND = timedelta(milliseconds=1)
+
+
+def order_to_document(order: order_pb2.Order) -> Document:
+    document: Document = {
+        "pet_id": order.pet_id,
+        "quantity": order.quantity,
+        "complete": order.complete,
+    }
+    if order.HasField("id"):
+        document["_id"] = order.id
+    if order.HasField("ship_date"):
+        document["ship_date"] = timestamp_to_datetime(order.ship_date)
+    name = STATUS_NAMES.get(order.status)
+    if name is not None:
+        document["status"] = name
+    return document
+
+
+def order_from_document(document: Mapping[str, Any]) -> order_pb2.Order:
+    order = order_pb2.Order(
+        id=document["_id"],
+        pet_id=document.get("pet_id", 0),
+        quantity=document.get("quantity", 0),
+        status=_STATUS_BY_NAME.get(document.get("status", ""), order_pb2.ORDER_STATUS_UNSPECIFIED),
+        complete=document.get("complete", False),
+    )
+    ship_date = document.get("ship_date")
+    if ship_date is not None:
+        order.ship_date.CopyFrom(datetime_to_timestamp(ship_date))
+    return order
+
+
+def timestamp_to_datetime(timestamp: Timestamp) -> datetime:
+    """An aware UTC datetime, truncated to the millisecond (integer arithmetic: exact for
+    every validated ship date, year 1 to 9999)."""
+    return _EPOCH + timedelta(
+        milliseconds=timestamp.seconds * 1000 + timestamp.nanos // NANOS_PER_MILLISECOND
+    )
+
+
+def datetime_to_timestamp(moment: datetime) -> Timestamp:
+    """A naive datetime is UTC: that is what PyMongo returns without tz_aware."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    milliseconds = (moment - _EPOCH) // _MILLISECOND
+    return Timestamp(seconds=milliseconds // 1000, nanos=milliseconds % 1000 * NANOS_PER_MILLISECOND)

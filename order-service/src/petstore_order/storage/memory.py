@@ -1,0 +1,58 @@
+"""The embedded store used when no MONGODB_URI is given (development, tests).
+
+No method awaits while it reads or writes, so on one event loop each call is atomic.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from petstore.order.v1 import order_pb2
+from petstore_common.errors import AlreadyExists, NotFound
+from petstore_order.storage.base import NANOS_PER_MILLISECOND, already_exists, not_found
+
+
+class MemoryOrderStore:
+    def __init__(self) -> None:
+        self._orders: dict[int, order_pb2.Order] = {}
+        self._last_assigned_id = 0
+
+    async def ensure_indexes(self) -> None:
+        """Nothing to index: lookups are by key."""
+
+    async def ping(self) -> None:
+        """Always reachable."""
+
+    async def get(self, order_id: int) -> order_pb2.Order:
+        return _copy(self._stored(order_id))
+
+    async def create(self, order: order_pb2.Order) -> order_pb2.Order:
+        stored = _copy(order)
+        if stored.HasField("ship_date"):
+            # Keep what MongoDB keeps, so both stores read back the same order.
+            stored.ship_date.nanos -= stored.ship_date.nanos % NANOS_PER_MILLISECOND
+        if stored.HasField("id"):
+            if stored.id in self._orders:
+                raise AlreadyExists(already_exists(stored.id))
+        else:
+            # Like the Mongo counter: draw the next number, skipping ids clients chose.
+            stored.id = next(i for i in itertools.count(self._last_assigned_id + 1) if i not in self._orders)
+            self._last_assigned_id = stored.id
+        self._orders[stored.id] = stored
+        return _copy(stored)
+
+    async def delete(self, order_id: int) -> None:
+        self._stored(order_id)
+        del self._orders[order_id]
+
+    def _stored(self, order_id: int) -> order_pb2.Order:
+        try:
+            return self._orders[order_id]
+        except KeyError:
+            raise NotFound(not_found(order_id)) from None
+
+
+def _copy(order: order_pb2.Order) -> order_pb2.Order:
+    copy = order_pb2.Order()
+    copy.CopyFrom(order)
+    return copy

@@ -1,0 +1,55 @@
+"""The MongoDB store (PyMongo's async API): collections orders and counters."""
+
+from __future__ import annotations
+
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+
+from petstore.order.v1 import order_pb2
+from petstore_common.errors import AlreadyExists, NotFound
+from petstore_common.mongo import insert_with_new_id, ping
+from petstore_order.storage.base import already_exists, not_found
+from petstore_order.storage.documents import Document, order_from_document, order_to_document
+
+ORDER_ID_COUNTER = "orders"
+
+
+class MongoOrderStore:
+    """Orders are documents whose `_id` is the order id."""
+
+    def __init__(self, database: AsyncDatabase[Document]) -> None:
+        self._database = database
+        self._orders = database["orders"]
+        self._counters = database["counters"]
+
+    async def ensure_indexes(self) -> None:
+        # The orders of a pet are what an operator looks for when a pet goes away.
+        await self._orders.create_index("pet_id")
+
+    async def ping(self) -> None:
+        await ping(self._database.client)
+
+    async def get(self, order_id: int) -> order_pb2.Order:
+        document = await self._orders.find_one({"_id": order_id})
+        if document is None:
+            raise NotFound(not_found(order_id))
+        return order_from_document(document)
+
+    async def create(self, order: order_pb2.Order) -> order_pb2.Order:
+        document = order_to_document(order)
+        if "_id" in document:
+            try:
+                await self._orders.insert_one(document)
+            except DuplicateKeyError:
+                # `_id` is the collection's only unique index: the id is taken.
+                raise AlreadyExists(already_exists(order.id)) from None
+        else:
+            document = await insert_with_new_id(
+                self._orders, self._counters, ORDER_ID_COUNTER, lambda new_id: {"_id": new_id, **document}
+            )
+        return order_from_document(document)
+
+    async def delete(self, order_id: int) -> None:
+        result = await self._orders.delete_one({"_id": order_id})
+        if result.deleted_count == 0:
+            raise NotFound(not_found(order_id))

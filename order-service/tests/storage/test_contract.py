@@ -1,0 +1,177 @@
+"""One contract, both stores: the embedded store must behave exactly like the MongoDB one."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
+from pymongo import AsyncMongoClient
+
+from petstore.order.v1 import order_pb2
+from petstore_common.errors import AlreadyExists, NotFound
+from petstore_order.storage.base import OrderStore
+from petstore_order.storage.documents import Document
+from petstore_order.storage.memory import MemoryOrderStore
+from petstore_order.storage.mongo import MongoOrderStore
+from petstore_order.validation import MAX_TIMESTAMP_SECONDS, MIN_TIMESTAMP_SECONDS
+
+APPROVED = order_pb2.ORDER_STATUS_APPROVED
+
+
+@pytest.fixture
+def memory_store() -> MemoryOrderStore:
+    return MemoryOrderStore()
+
+
+@pytest.fixture
+async def mongo_store(mongodb_uri: str, mongo_database: str) -> AsyncIterator[MongoOrderStore]:
+    # tz_aware as in petstore_common.mongo.create_client, which the service uses.
+    client: AsyncMongoClient[Document] = AsyncMongoClient(
+        mongodb_uri, serverSelectionTimeoutMS=3000, tz_aware=True
+    )
+    try:
+        store = MongoOrderStore(client[mongo_database])
+        await store.ensure_indexes()
+        yield store
+    finally:
+        await client.close()
+
+
+@pytest.fixture(params=["memory", pytest.param("mongo", marks=pytest.mark.mongo)])
+def store(request: pytest.FixtureRequest) -> OrderStore:
+    implementation: OrderStore = request.getfixturevalue(f"{request.param}_store")
+    return implementation
+
+
+def an_order(pet_id: int = 1, **fields: object) -> order_pb2.Order:
+    return order_pb2.Order(pet_id=pet_id, quantity=1, status=order_pb2.ORDER_STATUS_PLACED, **fields)  # type: ignore[arg-type]
+
+
+def a_full_order(nanos: int = 123_000_000) -> order_pb2.Order:
+    return order_pb2.Order(
+        pet_id=42,
+        quantity=3,
+        ship_date=Timestamp(seconds=1_795_342_530, nanos=nanos),
+        status=APPROVED,
+        complete=True,
+    )
+
+
+def without_id(order: order_pb2.Order) -> order_pb2.Order:
+    copy = order_pb2.Order()
+    copy.CopyFrom(order)
+    copy.ClearField("id")
+    return copy
+
+
+async def test_create_then_get_round_trips_every_field(store: OrderStore) -> None:
+    created = await store.create(a_full_order())
+
+    assert created.HasField("id")
+    assert created.id > 0
+    assert without_id(created) == a_full_order()
+    assert await store.get(created.id) == created
+
+
+async def test_ship_dates_are_kept_to_the_millisecond(store: OrderStore) -> None:
+    created = await store.create(a_full_order(nanos=123_456_789))
+
+    assert created.ship_date == Timestamp(seconds=1_795_342_530, nanos=123_000_000)
+    assert (await store.get(created.id)).ship_date == created.ship_date
+
+
+@pytest.mark.parametrize(
+    "ship_date",
+    [
+        Timestamp(seconds=MIN_TIMESTAMP_SECONDS),
+        Timestamp(seconds=MAX_TIMESTAMP_SECONDS, nanos=999_000_000),
+        Timestamp(seconds=-1, nanos=999_000_000),
+        Timestamp(seconds=0),
+    ],
+    ids=["year-1", "year-9999", "before-epoch", "epoch"],
+)
+async def test_ship_dates_at_the_edges_round_trip(store: OrderStore, ship_date: Timestamp) -> None:
+    created = await store.create(an_order(ship_date=ship_date))
+
+    assert (await store.get(created.id)).ship_date == ship_date
+
+
+async def test_absent_optional_fields_stay_absent(store: OrderStore) -> None:
+    created = await store.create(order_pb2.Order(pet_id=5, quantity=2))
+
+    read = await store.get(created.id)
+    assert not read.HasField("ship_date")
+    assert read.status == order_pb2.ORDER_STATUS_UNSPECIFIED
+    assert read.complete is False
+    assert (read.pet_id, read.quantity) == (5, 2)
+
+
+async def test_assigned_ids_are_distinct_and_increasing(store: OrderStore) -> None:
+    ids = [(await store.create(an_order())).id for _ in range(3)]
+
+    assert ids == sorted(set(ids))
+    assert ids[0] > 0
+
+
+async def test_client_chosen_id_is_kept(store: OrderStore) -> None:
+    created = await store.create(an_order(7, id=2**63 - 1))
+
+    assert created.id == 2**63 - 1
+    assert (await store.get(2**63 - 1)).pet_id == 7
+
+
+async def test_taken_id_is_already_exists_and_never_overwrites(store: OrderStore) -> None:
+    await store.create(an_order(1, id=7))
+
+    with pytest.raises(AlreadyExists, match=r"^order 7 already exists$"):
+        await store.create(an_order(2, id=7))
+    assert (await store.get(7)).pet_id == 1
+
+
+async def test_concurrent_creates_get_distinct_ids(store: OrderStore) -> None:
+    created = await asyncio.gather(*(store.create(an_order(pet_id)) for pet_id in range(1, 41)))
+
+    ids = {order.id for order in created}
+    assert len(ids) == 40
+    for order in created:
+        assert (await store.get(order.id)).pet_id == order.pet_id
+
+
+async def test_allocation_skips_client_chosen_ids_ahead_of_the_counter(store: OrderStore) -> None:
+    await store.create(an_order(20, id=2))
+    await store.create(an_order(30, id=3))
+
+    assigned = [(await store.create(an_order())).id for _ in range(2)]
+
+    assert assigned == [1, 4]
+    assert [(await store.get(order_id)).pet_id for order_id in (2, 3)] == [20, 30]
+
+
+async def test_get_of_an_unknown_id_is_not_found(store: OrderStore) -> None:
+    with pytest.raises(NotFound, match=r"^order 404 not found$"):
+        await store.get(404)
+
+
+async def test_delete_removes_the_order(store: OrderStore) -> None:
+    created = await store.create(an_order())
+    kept = await store.create(an_order())
+
+    await store.delete(created.id)
+
+    with pytest.raises(NotFound, match=rf"^order {created.id} not found$"):
+        await store.get(created.id)
+    with pytest.raises(NotFound, match=rf"^order {created.id} not found$"):
+        await store.delete(created.id)
+    assert await store.get(kept.id) == kept
+
+
+async def test_stored_orders_are_copies(store: OrderStore) -> None:
+    order = an_order(3)
+    created = await store.create(order)
+    order.pet_id = 99
+    created.quantity = 99
+
+    read = await store.get(created.id)
+    assert (read.pet_id, read.quantity) == (3, 1)

@@ -1,0 +1,229 @@
+"""OrderService over a real in-process gRPC server (memory store), called through the stub,
+asking a real in-process pet service over gRPC."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import TYPE_CHECKING
+
+import grpc
+import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from petstore.order.v1 import order_pb2, order_service_pb2, order_service_pb2_grpc
+from petstore_common.grpc_client import create_channel, is_serving
+from petstore_common.grpc_server import start_service
+from petstore_order.pets import grpc_pet_directory
+from petstore_order.service import SERVICE_NAME, build_definition
+from petstore_order.storage.memory import MemoryOrderStore
+
+from .pet_backend import PetBackend, closed_address, local_settings, pet_backend
+
+if TYPE_CHECKING:
+    from petstore.order.v1.order_service_pb2_grpc import OrderServiceAsyncStub
+
+APPROVED = order_pb2.ORDER_STATUS_APPROVED
+PLACED = order_pb2.ORDER_STATUS_PLACED
+
+
+@asynccontextmanager
+async def order_stub(store: MemoryOrderStore, pet_service_addr: str) -> AsyncIterator[OrderServiceAsyncStub]:
+    """The order service over `store`, asking the pet service at `pet_service_addr`."""
+    async with grpc_pet_directory(pet_service_addr, timeout_seconds=2) as pets:
+        running = await start_service(build_definition(store, pets), local_settings())
+        try:
+            async with create_channel(f"127.0.0.1:{running.port}") as channel:
+                yield order_service_pb2_grpc.OrderServiceStub(channel)
+        finally:
+            await running.stop(None)
+
+
+@pytest.fixture
+async def pets() -> AsyncIterator[PetBackend]:
+    async with pet_backend() as backend:
+        yield backend
+
+
+@pytest.fixture
+def store() -> MemoryOrderStore:
+    return MemoryOrderStore()
+
+
+@pytest.fixture
+async def stub(store: MemoryOrderStore, pets: PetBackend) -> AsyncIterator[OrderServiceAsyncStub]:
+    async with order_stub(store, pets.address) as stub:
+        yield stub
+
+
+@pytest.fixture
+async def pet_id(pets: PetBackend) -> int:
+    return await pets.add_pet()
+
+
+async def create(stub: OrderServiceAsyncStub, order: order_pb2.Order) -> order_pb2.Order:
+    response = await stub.CreateOrder(order_service_pb2.CreateOrderRequest(order=order), timeout=5)
+    return response.order
+
+
+async def get(stub: OrderServiceAsyncStub, order_id: int) -> order_pb2.Order:
+    return (await stub.GetOrder(order_service_pb2.GetOrderRequest(id=order_id), timeout=5)).order
+
+
+def a_full_order(pet_id: int, **fields: object) -> order_pb2.Order:
+    order = order_pb2.Order(
+        pet_id=pet_id,
+        quantity=2,
+        ship_date=Timestamp(seconds=1_795_342_530, nanos=250_000_000),
+        status=APPROVED,
+        complete=True,
+    )
+    for name, value in fields.items():
+        setattr(order, name, value)
+    return order
+
+
+@contextmanager
+def fails(code: grpc.StatusCode, message: str) -> Iterator[None]:
+    """Expect the call inside to fail with this status code and exact message."""
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        yield
+    assert (caught.value.code(), caught.value.details()) == (code, message)
+
+
+async def wait_until_serving(address: str) -> bool:
+    async with create_channel(address) as channel:
+        for _ in range(50):
+            if await is_serving(channel, SERVICE_NAME):
+                return True
+            await asyncio.sleep(0.05)
+        return False
+
+
+async def test_created_orders_are_returned_by_get(stub: OrderServiceAsyncStub, pet_id: int) -> None:
+    created = await create(stub, a_full_order(pet_id))
+
+    assert created.id > 0
+    assert created == a_full_order(pet_id, id=created.id)
+    assert await get(stub, created.id) == created
+
+
+async def test_an_order_without_status_is_placed(stub: OrderServiceAsyncStub, pet_id: int) -> None:
+    created = await create(stub, order_pb2.Order(pet_id=pet_id, quantity=1))
+
+    assert created.status == PLACED
+    assert not created.HasField("ship_date")
+    assert (await get(stub, created.id)).status == PLACED
+
+
+async def test_ship_dates_come_back_in_milliseconds(stub: OrderServiceAsyncStub, pet_id: int) -> None:
+    order = a_full_order(pet_id)
+    order.ship_date.nanos = 123_456_789
+
+    created = await create(stub, order)
+
+    assert created.ship_date == Timestamp(seconds=1_795_342_530, nanos=123_000_000)
+    assert (await get(stub, created.id)).ship_date == created.ship_date
+
+
+async def test_a_taken_id_is_already_exists(stub: OrderServiceAsyncStub, pet_id: int) -> None:
+    await create(stub, a_full_order(pet_id, id=7))
+
+    with fails(grpc.StatusCode.ALREADY_EXISTS, "order 7 already exists"):
+        await create(stub, a_full_order(pet_id, id=7, quantity=9))
+    assert (await get(stub, 7)).quantity == 2
+
+
+async def test_an_order_for_an_unknown_pet_is_not_found_and_not_stored(
+    stub: OrderServiceAsyncStub, pet_id: int
+) -> None:
+    with fails(grpc.StatusCode.NOT_FOUND, f"pet {pet_id + 1} not found"):
+        await create(stub, a_full_order(pet_id + 1, id=5))
+
+    with fails(grpc.StatusCode.NOT_FOUND, "order 5 not found"):
+        await get(stub, 5)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"id": -1}, "id must be positive"),
+        ({"pet_id": 0}, "petId must be positive"),
+        ({"quantity": 0}, "quantity must be at least 1"),
+        ({"quantity": 1_000_001}, "quantity must be at most 1000000"),
+        ({"status": 9}, "status 9 is not a valid order status"),
+        (
+            {"ship_date": Timestamp(seconds=-62_135_596_801)},
+            "shipDate must be a valid time between the years 1 and 9999",
+        ),
+    ],
+)
+async def test_an_invalid_order_is_invalid_argument(
+    stub: OrderServiceAsyncStub, pet_id: int, changes: dict[str, object], message: str
+) -> None:
+    order = a_full_order(pet_id)
+    for name, value in changes.items():
+        if isinstance(value, Timestamp):
+            order.ship_date.CopyFrom(value)
+        else:
+            setattr(order, name, value)
+
+    with fails(grpc.StatusCode.INVALID_ARGUMENT, message):
+        await create(stub, order)
+
+
+async def test_get_and_delete_of_unknown_ids(stub: OrderServiceAsyncStub) -> None:
+    with fails(grpc.StatusCode.NOT_FOUND, "order 42 not found"):
+        await get(stub, 42)
+    with fails(grpc.StatusCode.NOT_FOUND, "order 42 not found"):
+        await stub.DeleteOrder(order_service_pb2.DeleteOrderRequest(id=42), timeout=5)
+    with fails(grpc.StatusCode.INVALID_ARGUMENT, "id must be positive"):
+        await get(stub, 0)
+    with fails(grpc.StatusCode.INVALID_ARGUMENT, "id must be positive"):
+        await stub.DeleteOrder(order_service_pb2.DeleteOrderRequest(id=-1), timeout=5)
+
+
+async def test_delete_removes_the_order(stub: OrderServiceAsyncStub, pet_id: int) -> None:
+    created = await create(stub, a_full_order(pet_id))
+
+    await stub.DeleteOrder(order_service_pb2.DeleteOrderRequest(id=created.id), timeout=5)
+
+    with fails(grpc.StatusCode.NOT_FOUND, f"order {created.id} not found"):
+        await get(stub, created.id)
+
+
+async def test_without_the_pet_service_orders_are_unavailable_but_still_readable(
+    store: MemoryOrderStore,
+) -> None:
+    stored = await store.create(a_full_order(3))
+    address = closed_address()
+
+    async with order_stub(store, address) as stub:
+        with fails(grpc.StatusCode.UNAVAILABLE, "the pet service is unavailable"):
+            await create(stub, a_full_order(3))
+        assert await get(stub, stored.id) == stored
+        await stub.DeleteOrder(order_service_pb2.DeleteOrderRequest(id=stored.id), timeout=5)
+
+
+async def test_health_reports_serving_even_without_the_pet_service(store: MemoryOrderStore) -> None:
+    async with grpc_pet_directory(closed_address(), timeout_seconds=2) as directory:
+        running = await start_service(build_definition(store, directory), local_settings())
+        try:
+            assert await wait_until_serving(f"127.0.0.1:{running.port}")
+        finally:
+            await running.stop(None)
+
+
+async def test_a_pet_service_that_goes_away_is_unavailable_never_not_found(store: MemoryOrderStore) -> None:
+    async with pet_backend() as pets:
+        pet_id = await pets.add_pet()
+        async with order_stub(store, pets.address) as stub:
+            assert (await create(stub, order_pb2.Order(pet_id=pet_id, quantity=1))).id == 1
+
+            await pets.running.stop(None)
+
+            with fails(grpc.StatusCode.UNAVAILABLE, "the pet service is unavailable"):
+                await create(stub, order_pb2.Order(pet_id=pet_id, quantity=1))
+            with fails(grpc.StatusCode.UNAVAILABLE, "the pet service is unavailable"):
+                await create(stub, order_pb2.Order(pet_id=pet_id + 1, quantity=1))
