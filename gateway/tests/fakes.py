@@ -238,7 +238,11 @@ class FakeUserService(user_service_pb2_grpc.UserServiceServicer):
                 "duplicate username" if names.index(item.user.username) != index else None
             )
             if problem is not None:
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"users[{index}]: {problem}")
+                # Like the user service: a taken username is a conflict, anything else invalid.
+                code = (
+                    grpc.StatusCode.ALREADY_EXISTS if "taken" in problem else grpc.StatusCode.INVALID_ARGUMENT
+                )
+                await context.abort(code, f"users[{index}]: {problem}")
         return user_service_pb2.CreateUsersResponse(users=[self._store(item) for item in request.users])
 
     async def _find(self, username: str, context: Context) -> StoredUser:

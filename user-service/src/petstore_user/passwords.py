@@ -1,0 +1,86 @@
+"""Argon2id password hashes, computed off the event loop on a small, bounded thread pool.
+
+Hashing is deliberately slow and memory-hungry; run on the event loop it would stall every
+other call. The pool (not asyncio.to_thread's default executor, which is sized from the
+host's CPU count) caps how many hashes run at once, so a burst of logins cannot push the
+process past its memory limit: MAX_CONCURRENT_HASHES x PARAMETERS.memory_cost KiB at most.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from argon2 import Parameters, PasswordHasher, Type
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+
+from petstore_common.errors import InvalidArgument
+
+log = logging.getLogger(__name__)
+
+PARAMETERS = Parameters(
+    type=Type.ID,
+    version=19,
+    salt_len=16,
+    hash_len=32,
+    time_cost=2,
+    memory_cost=19_456,  # KiB: OWASP's minimum for argon2id with t=2, p=1
+    parallelism=1,
+)
+"""Cheap enough for a small container under load (tens of ms per hash), still sane. Hashes made
+with other parameters keep verifying and are upgraded at the next successful login."""
+
+MAX_CONCURRENT_HASHES = 2
+"""Hashes computed at once per process (about 38 MiB of argon2 memory at most)."""
+
+MIN_PASSWORD_CHARS = 1
+MAX_PASSWORD_CHARS = 128
+
+T = TypeVar("T")
+
+
+def check_password(password: str, field: str = "password") -> None:
+    """Any characters, 1..128 of them: long enough to be a choice, short enough to hash cheaply."""
+    if len(password) < MIN_PASSWORD_CHARS:
+        raise InvalidArgument(f"{field} is required")
+    if len(password) > MAX_PASSWORD_CHARS:
+        raise InvalidArgument(f"{field} must be at most {MAX_PASSWORD_CHARS} characters")
+
+
+class Passwords:
+    """Hash and verify passwords without blocking the event loop; close() ends the pool."""
+
+    def __init__(self, parameters: Parameters = PARAMETERS, *, workers: int = MAX_CONCURRENT_HASHES) -> None:
+        self._hasher = PasswordHasher.from_parameters(parameters)
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="argon2")
+
+    async def hash(self, password: str) -> str:
+        """A fresh salted hash of `password` in PHC string form ($argon2id$...)."""
+        return await self._run(self._hasher.hash, password)
+
+    async def verify(self, password_hash: str, password: str) -> bool:
+        """Whether `password` is the one `password_hash` was made from."""
+        return await self._run(self._verify, password_hash, password)
+
+    def needs_rehash(self, password_hash: str) -> bool:
+        """True when the hash was made with other parameters than the current ones (cheap)."""
+        return self._hasher.check_needs_rehash(password_hash)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    async def _run(self, function: Callable[..., T], *args: str) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, function, *args)
+
+    def _verify(self, password_hash: str, password: str) -> bool:
+        try:
+            return self._hasher.verify(password_hash, password)
+        except VerifyMismatchError:
+            return False
+        except (VerificationError, InvalidHashError):
+            # A stored hash we cannot read: the password cannot be checked, so it is wrong.
+            log.warning("unusable password hash")
+            return False

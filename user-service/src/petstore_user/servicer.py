@@ -1,0 +1,134 @@
+"""UserService RPCs: check the request, ask the store, shape the response.
+
+Errors are raised as petstore_common.errors exceptions; the shared server interceptor turns
+them into gRPC statuses with their messages. No response or error message ever carries a
+password or a password hash: `User` messages cannot hold one, and messages name fields only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import grpc
+
+from petstore.user.v1 import user_service_pb2, user_service_pb2_grpc
+from petstore_common.errors import InvalidArgument, NotFound, PermissionDenied
+from petstore_user import validation
+from petstore_user.passwords import MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS, Passwords
+from petstore_user.sessions import MAX_SESSION_ID_CHARS, SessionTokens
+from petstore_user.storage.base import Account, UserStore, not_found
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+BAD_LOGIN = "invalid username/password supplied"
+NOT_THE_USER = "only the user may change this user"
+SESSION_CLEANUP_INTERVAL_SECONDS = 60.0
+"""Expired sessions are deleted at a login at most this often (no TTL index on FerretDB)."""
+
+
+class UserServicer(user_service_pb2_grpc.UserServiceServicer):
+    def __init__(self, store: UserStore, passwords: Passwords, tokens: SessionTokens) -> None:
+        self._store = store
+        self._passwords = passwords
+        self._tokens = tokens
+        self._next_cleanup = 0.0
+
+    async def CreateUser(
+        self, request: user_service_pb2.CreateUserRequest, context: Context
+    ) -> user_service_pb2.CreateUserResponse:
+        validation.check_new_user(request)
+        account = Account(request.user, await self._passwords.hash(request.password))
+        return user_service_pb2.CreateUserResponse(user=await self._store.create(account))
+
+    async def CreateUsers(
+        self, request: user_service_pb2.CreateUsersRequest, context: Context
+    ) -> user_service_pb2.CreateUsersResponse:
+        validation.check_new_users(request.users)  # before any (costly) hashing
+        hashes = await asyncio.gather(*(self._passwords.hash(item.password) for item in request.users))
+        accounts = [
+            Account(item.user, password_hash)
+            for item, password_hash in zip(request.users, hashes, strict=True)
+        ]
+        return user_service_pb2.CreateUsersResponse(users=await self._store.create_many(accounts))
+
+    async def GetUser(
+        self, request: user_service_pb2.GetUserRequest, context: Context
+    ) -> user_service_pb2.GetUserResponse:
+        user = await self._store.get(validation.check_username(request.username))
+        return user_service_pb2.GetUserResponse(user=user)
+
+    async def UpdateUser(
+        self, request: user_service_pb2.UpdateUserRequest, context: Context
+    ) -> user_service_pb2.UpdateUserResponse:
+        username = validation.check_update(request)
+        current = await self._store.get(username)
+        _check_caller(request.caller, current.id)
+        password_hash = await self._passwords.hash(request.password) if request.HasField("password") else None
+        updated = await self._store.update(current.id, username, request.user, password_hash)
+        return user_service_pb2.UpdateUserResponse(user=updated)
+
+    async def DeleteUser(
+        self, request: user_service_pb2.DeleteUserRequest, context: Context
+    ) -> user_service_pb2.DeleteUserResponse:
+        username = validation.check_username(request.username)
+        current = await self._store.get(username)
+        _check_caller(request.caller, current.id)
+        await self._store.delete(current.id, username)
+        return user_service_pb2.DeleteUserResponse()
+
+    async def Login(
+        self, request: user_service_pb2.LoginRequest, context: Context
+    ) -> user_service_pb2.LoginResponse:
+        username = validation.check_username(request.username)
+        # An unknown username is NOT_FOUND without hashing anything: the contract tells the
+        # client so anyway (and GetUser is public), so equal timing would hide nothing.
+        account = await self._store.get_account(username)
+        password = request.password
+        # A password no stored one can be (empty, too long) is wrong without costing a hash.
+        in_bounds = MIN_PASSWORD_CHARS <= len(password) <= MAX_PASSWORD_CHARS
+        if not (in_bounds and await self._passwords.verify(account.password_hash, password)):
+            raise InvalidArgument(BAD_LOGIN)
+        if self._passwords.needs_rehash(account.password_hash):
+            new_hash = await self._passwords.hash(password)
+            await self._store.replace_password_hash(account.user.id, account.password_hash, new_hash)
+        await self._delete_expired_sessions()
+        issued = self._tokens.issue(account.user.id, account.user.username)
+        try:
+            await self._store.add_session(issued.session)
+        except NotFound:
+            raise NotFound(not_found(username)) from None  # deleted while the password was checked
+        response = user_service_pb2.LoginResponse(session_token=issued.token)
+        response.expire_time.FromDatetime(issued.session.expires_at)
+        return response
+
+    async def Logout(
+        self, request: user_service_pb2.LogoutRequest, context: Context
+    ) -> user_service_pb2.LogoutResponse:
+        # Idempotent: a token that is forged, expired or already ended has nothing left to end.
+        session_id = self._tokens.session_id_of(request.session_token)
+        if session_id is not None:
+            await self._store.end_session(session_id)
+        return user_service_pb2.LogoutResponse()
+
+    async def CheckSession(
+        self, request: user_service_pb2.CheckSessionRequest, context: Context
+    ) -> user_service_pb2.CheckSessionResponse:
+        session_id = request.session_id
+        if not session_id or len(session_id) > MAX_SESSION_ID_CHARS:
+            return user_service_pb2.CheckSessionResponse(active=False)
+        active = await self._store.is_session_active(session_id, self._tokens.now())
+        return user_service_pb2.CheckSessionResponse(active=active)
+
+    async def _delete_expired_sessions(self) -> None:
+        if time.monotonic() < self._next_cleanup:
+            return
+        self._next_cleanup = time.monotonic() + SESSION_CLEANUP_INTERVAL_SECONDS
+        await self._store.delete_expired_sessions(self._tokens.now())
+
+
+def _check_caller(caller: user_service_pb2.Caller, user_id: int) -> None:
+    """A static key holder (no user_id) may change anyone; a logged-in user only themselves."""
+    if caller.HasField("user_id") and caller.user_id != user_id:
+        raise PermissionDenied(NOT_THE_USER)

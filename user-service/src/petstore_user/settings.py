@@ -1,0 +1,41 @@
+"""The user service's settings: the shared ones, plus the session secret and lifetime."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from petstore_common.settings import ServiceSettings, SettingsError, env_int
+
+DEFAULT_PORT = 50053
+DEFAULT_DATABASE = "petstore_user"
+MIN_SESSION_SECRET_LENGTH = 32
+"""The gateway refuses shorter secrets too; HS256 wants a key of at least 256 bits."""
+DEFAULT_SESSION_TTL_SECONDS = 3600
+
+
+@dataclass(frozen=True, slots=True)
+class UserSettings:
+    service: ServiceSettings
+    session_secret: str = field(repr=False)
+    """The HS256 key session tokens are signed with (the gateway verifies with it): never logged."""
+    session_ttl_seconds: int = DEFAULT_SESSION_TTL_SECONDS
+    """How long a session lasts after login."""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> UserSettings:
+        env = os.environ if env is None else env
+        # Read as is, like the gateway does: both sides must hold the very same key.
+        secret = env.get("PETSTORE_SESSION_SECRET", "")
+        if len(secret) < MIN_SESSION_SECRET_LENGTH:
+            raise SettingsError(
+                f"PETSTORE_SESSION_SECRET must be set to at least {MIN_SESSION_SECRET_LENGTH} characters"
+            )
+        return cls(
+            service=ServiceSettings.from_env(
+                default_port=DEFAULT_PORT, default_database=DEFAULT_DATABASE, env=env
+            ),
+            session_secret=secret,
+            session_ttl_seconds=env_int(env, "SESSION_TTL_SECONDS", DEFAULT_SESSION_TTL_SECONDS, minimum=1),
+        )

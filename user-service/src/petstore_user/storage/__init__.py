@@ -1,0 +1,1 @@
+"""Where users and sessions live: one Protocol, a MongoDB and an in-memory implementation."""

@@ -1,0 +1,128 @@
+"""The storage contract both stores fulfil; protobuf `User` messages are the currency.
+
+Password hashes travel beside users (in `Account`), never inside a `User`: a `User` is what
+clients may see, so nothing a store returns as a `User` can leak a hash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from petstore.user.v1 import user_pb2
+from petstore_common.errors import InvalidArgument
+
+
+@dataclass(frozen=True, slots=True)
+class Account:
+    """A user and the argon2 hash of its password (stores never see a password)."""
+
+    user: user_pb2.User
+    password_hash: str = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """A login session: the token's jti, whose it is and when it stops working."""
+
+    session_id: str
+    user_id: int
+    expires_at: datetime
+    """Timezone-aware; the session is active strictly before this instant (like the token's exp)."""
+
+
+def not_found(username: str) -> str:
+    return f"user {username} not found"
+
+
+def username_taken(username: str) -> str:
+    return f"username {username} is taken"
+
+
+def id_taken(user_id: int) -> str:
+    return f"user id {user_id} is taken"
+
+
+def in_batch(index: int, message: str) -> str:
+    """An error about one user of a CreateUsers batch names it by its position."""
+    return f"users[{index}]: {message}"
+
+
+def check_distinct(users: Sequence[user_pb2.User]) -> None:
+    """A batch may not name the same username or client-chosen id twice (InvalidArgument)."""
+    usernames: set[str] = set()
+    ids: set[int] = set()
+    for index, user in enumerate(users):
+        if user.username in usernames:
+            raise InvalidArgument(in_batch(index, "duplicate username"))
+        usernames.add(user.username)
+        if user.HasField("id"):
+            if user.id in ids:
+                raise InvalidArgument(in_batch(index, "duplicate id"))
+            ids.add(user.id)
+
+
+class UserStore(Protocol):
+    """Users keyed by a positive integer id and by their unique username, and login sessions.
+
+    Every method raises petstore_common.errors exceptions with a client-safe message; stored
+    and returned users are copies, never shared with the caller.
+    """
+
+    async def ensure_indexes(self) -> None:
+        """Create the indexes uniqueness and the queries need (idempotent)."""
+
+    async def ping(self) -> None:
+        """Raise when the store cannot be reached."""
+
+    async def create(self, account: Account) -> user_pb2.User:
+        """Store a new user under its own id or, without one, a fresh id.
+
+        AlreadyExists when the username or the id is taken, decided atomically by the store
+        (concurrent creates of one username: exactly one succeeds).
+        """
+
+    async def create_many(self, accounts: Sequence[Account]) -> list[user_pb2.User]:
+        """Store every user, in order, or none of them.
+
+        The error names the first user rejected: InvalidArgument("users[i]: duplicate
+        username") for a repeat within the batch, AlreadyExists("users[i]: username u is
+        taken") for a username (or id) already stored.
+        """
+
+    async def get(self, username: str) -> user_pb2.User:
+        """The user with this username; NotFound when absent."""
+
+    async def get_account(self, username: str) -> Account:
+        """The user with this username and its password hash; NotFound when absent."""
+
+    async def update(
+        self, user_id: int, username: str, user: user_pb2.User, password_hash: str | None
+    ) -> user_pb2.User:
+        """Replace every field but the id of the user `user_id` still named `username`.
+
+        The password hash changes only when one is given. NotFound when no user has both
+        (deleted or renamed since the caller read it); AlreadyExists when `user.username`
+        is another user's.
+        """
+
+    async def replace_password_hash(self, user_id: int, old_hash: str, new_hash: str) -> None:
+        """Swap the hash for a stronger one, unless the password changed in the meantime."""
+
+    async def delete(self, user_id: int, username: str) -> None:
+        """Remove the user `user_id` still named `username`, and its sessions; NotFound when none."""
+
+    async def add_session(self, session: Session) -> None:
+        """Store a session of an existing user; NotFound when that user is gone (so no session
+        outlives a concurrent delete of its user)."""
+
+    async def is_session_active(self, session_id: str, now: datetime) -> bool:
+        """True when the session is stored, not ended and expires after `now`."""
+
+    async def end_session(self, session_id: str) -> None:
+        """Mark the session ended; nothing happens for an unknown or ended one."""
+
+    async def delete_expired_sessions(self, now: datetime) -> int:
+        """Forget sessions that expired at or before `now`; returns how many."""

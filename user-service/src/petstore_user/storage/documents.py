@@ -1,0 +1,52 @@
+"""The one place where users and sessions turn into MongoDB documents and back.
+
+A user document holds the password hash beside the user's fields; `user_from_document`
+never reads it, so a `User` built from a document cannot carry it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from petstore.user.v1 import user_pb2
+from petstore_user.storage.base import Account, Session
+
+Document = dict[str, Any]
+
+USER_FIELDS: tuple[str, ...] = ("username", "first_name", "last_name", "email", "phone", "user_status")
+"""Every field of a user but the id (which is the document's `_id`)."""
+
+
+def user_fields(user: user_pb2.User) -> Document:
+    """The stored fields of a user, without its id: what an update replaces."""
+    return {name: getattr(user, name) for name in USER_FIELDS}
+
+
+def account_to_document(account: Account) -> Document:
+    document = user_fields(account.user)
+    document["password_hash"] = account.password_hash
+    if account.user.HasField("id"):
+        document["_id"] = account.user.id
+    return document
+
+
+def user_from_document(document: Mapping[str, Any]) -> user_pb2.User:
+    user = user_pb2.User(id=document["_id"])
+    for name in USER_FIELDS:
+        if name in document:
+            setattr(user, name, document[name])
+    return user
+
+
+def account_from_document(document: Mapping[str, Any]) -> Account:
+    return Account(user_from_document(document), document["password_hash"])
+
+
+def session_to_document(session: Session) -> Document:
+    return {
+        "_id": session.session_id,
+        "user_id": session.user_id,
+        "expires_at": session.expires_at,
+        "ended": False,
+    }

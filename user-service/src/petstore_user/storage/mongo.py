@@ -1,0 +1,190 @@
+"""The MongoDB store (PyMongo's async API): collections users, sessions and counters.
+
+FerretDB has no transactions and no TTL indexes, so nothing here relies on either: username
+uniqueness is the unique index's job, a batch is undone by hand, and expired sessions are
+deleted by `delete_expired_sessions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from pymongo import ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError, OperationFailure
+
+from petstore.user.v1 import user_pb2
+from petstore_common.errors import AlreadyExists, NotFound
+from petstore_common.mongo import duplicate_key_field, insert_with_new_id, ping
+from petstore_user.storage.base import (
+    Account,
+    Session,
+    check_distinct,
+    id_taken,
+    in_batch,
+    not_found,
+    username_taken,
+)
+from petstore_user.storage.documents import (
+    Document,
+    account_from_document,
+    account_to_document,
+    session_to_document,
+    user_fields,
+    user_from_document,
+)
+
+USER_ID_COUNTER = "users"
+
+
+class MongoUserStore:
+    """Users are documents whose `_id` is the user id; `username` has a unique index."""
+
+    def __init__(self, database: AsyncDatabase[Document]) -> None:
+        self._database = database
+        self._users = database["users"]
+        self._sessions = database["sessions"]
+        self._counters = database["counters"]
+
+    async def ensure_indexes(self) -> None:
+        await self._users.create_index("username", unique=True)
+        await self._sessions.create_index("user_id")
+        await self._sessions.create_index("expires_at")
+
+    async def ping(self) -> None:
+        await ping(self._database.client)
+
+    async def create(self, account: Account) -> user_pb2.User:
+        document = account_to_document(account)
+        try:
+            if "_id" in document:
+                await self._users.insert_one(document)
+            else:
+                document = await insert_with_new_id(
+                    self._users, self._counters, USER_ID_COUNTER, lambda new_id: {"_id": new_id, **document}
+                )
+        except DuplicateKeyError as exc:
+            raise await self._conflict(exc, account.user) from None
+        return user_from_document(document)
+
+    async def create_many(self, accounts: Sequence[Account]) -> list[user_pb2.User]:
+        check_distinct([account.user for account in accounts])
+        await self._check_none_taken(accounts)
+        # No transactions (FerretDB has none): insert one by one and undo on any failure.
+        # A reader may glimpse part of a batch that is then undone; if the database is lost
+        # mid-way the undo fails too and the inserted part stays (the client sees UNAVAILABLE).
+        created: list[user_pb2.User] = []
+        try:
+            for index, account in enumerate(accounts):
+                try:
+                    created.append(await self.create(account))
+                except AlreadyExists as exc:  # taken by a concurrent create since the check
+                    raise AlreadyExists(in_batch(index, exc.message)) from None
+        except BaseException:
+            if created:
+                ids = [user.id for user in created]
+                await self._users.delete_many({"_id": {"$in": ids}})
+                await self._sessions.delete_many({"user_id": {"$in": ids}})  # a login may have been quick
+            raise
+        return created
+
+    async def get(self, username: str) -> user_pb2.User:
+        return user_from_document(await self._find(username))
+
+    async def get_account(self, username: str) -> Account:
+        return account_from_document(await self._find(username))
+
+    async def update(
+        self, user_id: int, username: str, user: user_pb2.User, password_hash: str | None
+    ) -> user_pb2.User:
+        changes = user_fields(user)
+        if password_hash is not None:
+            changes["password_hash"] = password_hash
+        try:
+            updated = await self._users.find_one_and_update(
+                {"_id": user_id, "username": username},
+                {"$set": changes},
+                return_document=ReturnDocument.AFTER,
+            )
+        except OperationFailure as exc:
+            if not _violates_unique_index(exc):
+                raise
+            # `_id` does not change: the username index is the one violated.
+            raise AlreadyExists(username_taken(user.username)) from None
+        if updated is None:
+            raise NotFound(not_found(username))
+        return user_from_document(updated)
+
+    async def replace_password_hash(self, user_id: int, old_hash: str, new_hash: str) -> None:
+        await self._users.update_one(
+            {"_id": user_id, "password_hash": old_hash}, {"$set": {"password_hash": new_hash}}
+        )
+
+    async def delete(self, user_id: int, username: str) -> None:
+        result = await self._users.delete_one({"_id": user_id, "username": username})
+        if result.deleted_count == 0:
+            raise NotFound(not_found(username))
+        await self._sessions.delete_many({"user_id": user_id})
+
+    async def add_session(self, session: Session) -> None:
+        await self._sessions.insert_one(session_to_document(session))
+        # A delete of the user may have run since the caller read it: look after the insert,
+        # so either this sees the user gone or the delete removes this session.
+        if await self._users.find_one({"_id": session.user_id}, projection={"_id": 1}) is None:
+            await self._sessions.delete_one({"_id": session.session_id})
+            raise NotFound(f"user {session.user_id} not found")
+
+    async def is_session_active(self, session_id: str, now: datetime) -> bool:
+        query: Document = {"_id": session_id, "ended": False, "expires_at": {"$gt": now}}
+        return await self._sessions.find_one(query, projection={"_id": 1}) is not None
+
+    async def end_session(self, session_id: str) -> None:
+        await self._sessions.update_one({"_id": session_id}, {"$set": {"ended": True}})
+
+    async def delete_expired_sessions(self, now: datetime) -> int:
+        result = await self._sessions.delete_many({"expires_at": {"$lte": now}})
+        return result.deleted_count
+
+    async def _find(self, username: str) -> Document:
+        document = await self._users.find_one({"username": username})
+        if document is None:
+            raise NotFound(not_found(username))
+        return document
+
+    async def _check_none_taken(self, accounts: Sequence[Account]) -> None:
+        """AlreadyExists naming the first user whose username or id is stored already."""
+        usernames = [account.user.username for account in accounts]
+        ids = [account.user.id for account in accounts if account.user.HasField("id")]
+        query: Document = {"username": {"$in": usernames}}
+        if ids:
+            query = {"$or": [query, {"_id": {"$in": ids}}]}
+        taken_names: set[str] = set()
+        taken_ids: set[int] = set()
+        async for document in self._users.find(query, projection={"username": 1}):
+            taken_names.add(document["username"])
+            taken_ids.add(document["_id"])
+        for index, account in enumerate(accounts):
+            if account.user.HasField("id") and account.user.id in taken_ids:
+                raise AlreadyExists(in_batch(index, id_taken(account.user.id)))
+            if account.user.username in taken_names:
+                raise AlreadyExists(in_batch(index, username_taken(account.user.username)))
+
+    async def _conflict(self, exc: DuplicateKeyError, user: user_pb2.User) -> AlreadyExists:
+        """Which unique key a failed insert of `user` collided on, as the client's error."""
+        field = duplicate_key_field(exc)
+        if field is None and user.HasField("id"):
+            # FerretDB does not name the violated index: the id was the conflict if it is taken.
+            taken = await self._users.find_one({"_id": user.id}, projection={"_id": 1}) is not None
+            field = "_id" if taken else "username"
+        if field == "_id":
+            return AlreadyExists(id_taken(user.id))
+        # A fresh id that collided was retried by insert_with_new_id: only the username is left.
+        return AlreadyExists(username_taken(user.username))
+
+
+def _violates_unique_index(exc: OperationFailure) -> bool:
+    """MongoDB reports a unique index violation as DuplicateKeyError (E11000); FerretDB v1 does
+    so for inserts only, and fails an update with InternalError "UNIQUE constraint failed"
+    (from SQLite), leaving the document unchanged."""
+    return isinstance(exc, DuplicateKeyError) or (exc.code == 1 and "UNIQUE constraint failed" in str(exc))

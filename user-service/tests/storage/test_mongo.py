@@ -1,0 +1,54 @@
+"""What only the MongoDB store can meet: a batch that loses a race after its checks passed."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from pymongo import AsyncMongoClient
+
+from petstore.user.v1 import user_pb2
+from petstore_common.errors import AlreadyExists, NotFound
+from petstore_user.storage.base import Account
+from petstore_user.storage.documents import Document
+from petstore_user.storage.mongo import MongoUserStore
+
+pytestmark = pytest.mark.mongo
+
+HASH = "$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA"
+
+
+class RacedStore(MongoUserStore):
+    """Another client takes the username `cat` just before this store inserts it."""
+
+    raced = False
+
+    async def create(self, account: Account) -> user_pb2.User:
+        if account.user.username == "cat" and not self.raced:
+            self.raced = True
+            await super().create(Account(user_pb2.User(username="cat", first_name="winner"), HASH))
+        return await super().create(account)
+
+
+@pytest.fixture
+async def store(mongodb_uri: str, mongo_database: str) -> AsyncIterator[RacedStore]:
+    client: AsyncMongoClient[Document] = AsyncMongoClient(mongodb_uri, serverSelectionTimeoutMS=3000)
+    try:
+        store = RacedStore(client[mongo_database])
+        await store.ensure_indexes()
+        yield store
+    finally:
+        await client.close()
+
+
+async def test_a_batch_that_loses_a_race_midway_undoes_what_it_stored(store: RacedStore) -> None:
+    batch = [Account(user_pb2.User(username=name), HASH) for name in ("ann", "bob", "cat", "dan")]
+
+    with pytest.raises(AlreadyExists, match=r"^users\[2\]: username cat is taken$"):
+        await store.create_many(batch)
+
+    assert store.raced
+    assert (await store.get("cat")).first_name == "winner"
+    for name in ("ann", "bob", "dan"):
+        with pytest.raises(NotFound):
+            await store.get(name)

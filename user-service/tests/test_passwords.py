@@ -1,0 +1,100 @@
+"""Argon2id hashes: the real parameters, off the event loop, bounded, and upgraded when weak."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+
+import pytest
+from argon2 import Parameters, PasswordHasher, Type, extract_parameters
+
+from petstore_common.errors import InvalidArgument
+from petstore_user.passwords import PARAMETERS, Passwords, check_password
+
+CHEAP = Parameters(
+    type=Type.ID, version=19, salt_len=16, hash_len=32, time_cost=1, memory_cost=8, parallelism=1
+)
+
+
+@pytest.fixture
+def passwords() -> Iterator[Passwords]:
+    passwords = Passwords()
+    try:
+        yield passwords
+    finally:
+        passwords.close()
+
+
+def test_the_parameters_are_owasps_argon2id_minimum() -> None:
+    assert (PARAMETERS.type, PARAMETERS.time_cost, PARAMETERS.memory_cost, PARAMETERS.parallelism) == (
+        Type.ID,
+        2,
+        19_456,
+        1,
+    )
+
+
+async def test_a_hash_verifies_only_its_own_password(passwords: Passwords) -> None:
+    password_hash = await passwords.hash("correct horse battery staple")
+
+    assert password_hash.startswith("$argon2id$v=19$m=19456,t=2,p=1$")
+    assert "correct horse" not in password_hash
+    assert extract_parameters(password_hash) == PARAMETERS
+    assert await passwords.verify(password_hash, "correct horse battery staple")
+    assert not await passwords.verify(password_hash, "correct horse battery stapler")
+    assert not passwords.needs_rehash(password_hash)
+
+
+async def test_the_same_password_hashes_differently_each_time(passwords: Passwords) -> None:
+    first, second = await asyncio.gather(passwords.hash("pw"), passwords.hash("pw"))
+
+    assert first != second
+    assert await passwords.verify(first, "pw")
+    assert await passwords.verify(second, "pw")
+
+
+async def test_an_unreadable_hash_verifies_nothing(passwords: Passwords) -> None:
+    assert not await passwords.verify("not-a-hash", "pw")
+    assert not await passwords.verify("$argon2id$v=19$m=8,t=1,p=1$AAAA$BBBB", "pw")
+
+
+async def test_a_weaker_hash_verifies_but_needs_a_rehash(passwords: Passwords) -> None:
+    weak = PasswordHasher.from_parameters(CHEAP).hash("pw")
+
+    assert await passwords.verify(weak, "pw")
+    assert passwords.needs_rehash(weak)
+
+
+async def test_hashing_runs_off_the_event_loop_on_a_bounded_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: set[str] = set()
+    original = PasswordHasher.hash
+
+    def spy(hasher: PasswordHasher, password: str | bytes, *, salt: bytes | None = None) -> str:
+        seen.add(threading.current_thread().name)
+        return original(hasher, password, salt=salt)
+
+    monkeypatch.setattr(PasswordHasher, "hash", spy)
+    passwords = Passwords(CHEAP, workers=2)
+    try:
+        await asyncio.gather(*(passwords.hash(f"pw{n}") for n in range(20)))
+    finally:
+        passwords.close()
+
+    assert threading.main_thread().name not in seen
+    assert 1 <= len(seen) <= 2
+    assert all(name.startswith("argon2") for name in seen)
+
+
+@pytest.mark.parametrize("password", ["p", "p" * 128, "ünïcødé and spaces", "\x00\n"])
+def test_any_password_of_1_to_128_characters_is_accepted(password: str) -> None:
+    check_password(password)
+
+
+@pytest.mark.parametrize(
+    ("password", "message"),
+    [("", "password is required"), ("p" * 129, "password must be at most 128 characters")],
+)
+def test_an_empty_or_long_password_is_invalid(password: str, message: str) -> None:
+    with pytest.raises(InvalidArgument, match=rf"^{message}$"):
+        check_password(password)

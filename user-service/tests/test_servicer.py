@@ -1,0 +1,508 @@
+"""UserService over a real in-process gRPC server (memory store), called through the stub."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import grpc
+import jwt
+import pytest
+from argon2 import Parameters, PasswordHasher, Type, extract_parameters
+from google.protobuf.message import Message
+
+from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
+from petstore_common.errors import NotFound
+from petstore_common.grpc_client import create_channel, is_serving
+from petstore_common.grpc_server import RunningService, start_service
+from petstore_common.settings import ServiceSettings
+from petstore_user.passwords import PARAMETERS, Passwords
+from petstore_user.service import SERVICE_NAME, build_definition
+from petstore_user.sessions import SessionTokens
+from petstore_user.storage.base import Account, Session
+from petstore_user.storage.memory import MemoryUserStore
+
+if TYPE_CHECKING:
+    from petstore.user.v1.user_service_pb2_grpc import UserServiceAsyncStub
+
+SECRET = "test-session-secret-" + "s" * 32
+PASSWORD = "correct horse battery staple"
+TTL_SECONDS = 600
+INVALID = grpc.StatusCode.INVALID_ARGUMENT
+NOT_FOUND = grpc.StatusCode.NOT_FOUND
+ALREADY_EXISTS = grpc.StatusCode.ALREADY_EXISTS
+PERMISSION_DENIED = grpc.StatusCode.PERMISSION_DENIED
+
+
+class Clock:
+    """The service's session clock, moved by the tests (starts at the real time)."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def store() -> MemoryUserStore:
+    return MemoryUserStore()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def tokens(clock: Clock) -> SessionTokens:
+    return SessionTokens(SECRET, TTL_SECONDS, clock=clock)
+
+
+@pytest.fixture
+def passwords() -> Iterator[Passwords]:
+    passwords = Passwords()  # the real parameters: a few dozen hashes cost about a second
+    try:
+        yield passwords
+    finally:
+        passwords.close()
+
+
+@pytest.fixture
+async def running(
+    store: MemoryUserStore, passwords: Passwords, tokens: SessionTokens
+) -> AsyncIterator[RunningService]:
+    settings = ServiceSettings.from_env(
+        default_port=0, default_database="unused", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0"}
+    )
+    service = await start_service(build_definition(store, passwords, tokens), settings)
+    try:
+        yield service
+    finally:
+        await service.stop(None)
+
+
+@pytest.fixture
+async def channel(running: RunningService) -> AsyncIterator[grpc.aio.Channel]:
+    async with create_channel(f"127.0.0.1:{running.port}") as channel:
+        yield channel
+
+
+@pytest.fixture
+def stub(channel: grpc.aio.Channel) -> UserServiceAsyncStub:
+    return user_service_pb2_grpc.UserServiceStub(channel)
+
+
+def a_user(username: str = "ann", **fields: Any) -> user_pb2.User:
+    user = user_pb2.User(
+        username=username,
+        first_name="Ann",
+        last_name="Lee",
+        email=f"{username}@example.com",
+        phone="555",
+        user_status=1,
+    )
+    for name, value in fields.items():
+        setattr(user, name, value)
+    return user
+
+
+def a_create(user: user_pb2.User, password: str = PASSWORD) -> user_service_pb2.CreateUserRequest:
+    return user_service_pb2.CreateUserRequest(user=user, password=password)
+
+
+async def create(stub: UserServiceAsyncStub, user: user_pb2.User, password: str = PASSWORD) -> user_pb2.User:
+    return (await stub.CreateUser(a_create(user, password), timeout=5)).user
+
+
+async def get(stub: UserServiceAsyncStub, username: str) -> user_pb2.User:
+    return (await stub.GetUser(user_service_pb2.GetUserRequest(username=username), timeout=5)).user
+
+
+async def login(
+    stub: UserServiceAsyncStub, username: str = "ann", password: str = PASSWORD
+) -> user_service_pb2.LoginResponse:
+    return await stub.Login(user_service_pb2.LoginRequest(username=username, password=password), timeout=5)
+
+
+async def is_active(stub: UserServiceAsyncStub, session_id: str) -> bool:
+    reply = await stub.CheckSession(user_service_pb2.CheckSessionRequest(session_id=session_id), timeout=5)
+    return reply.active
+
+
+def session_id(token: str) -> str:
+    return str(jwt.decode(token, options={"verify_signature": False})["jti"])
+
+
+def caller(user_id: int | None = None) -> user_service_pb2.Caller:
+    return user_service_pb2.Caller() if user_id is None else user_service_pb2.Caller(user_id=user_id)
+
+
+@contextmanager
+def fails(code: grpc.StatusCode, message: str) -> Iterator[None]:
+    """Expect the call inside to fail with this status code and exact message."""
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        yield
+    assert (caught.value.code(), caught.value.details()) == (code, message)
+
+
+async def test_health_reports_the_service_serving(channel: grpc.aio.Channel) -> None:
+    for _ in range(50):
+        if await is_serving(channel, SERVICE_NAME):
+            break
+        await asyncio.sleep(0.05)
+    assert await is_serving(channel, SERVICE_NAME)
+
+
+async def test_a_created_user_is_returned_by_get(stub: UserServiceAsyncStub, store: MemoryUserStore) -> None:
+    created = await create(stub, a_user())
+
+    assert created.id > 0
+    assert created == a_user(id=created.id)
+    assert await get(stub, "ann") == created
+    account = await store.get_account("ann")
+    assert account.password_hash.startswith("$argon2id$v=19$m=19456,t=2,p=1$")
+    assert extract_parameters(account.password_hash) == PARAMETERS
+
+
+async def test_a_client_chosen_id_is_kept(stub: UserServiceAsyncStub) -> None:
+    assert (await create(stub, a_user(id=77))).id == 77
+    with fails(ALREADY_EXISTS, "user id 77 is taken"):
+        await create(stub, a_user("bob", id=77))
+
+
+async def test_a_taken_username_is_already_exists(stub: UserServiceAsyncStub) -> None:
+    await create(stub, a_user())
+
+    with fails(ALREADY_EXISTS, "username ann is taken"):
+        await create(stub, a_user(email="other@example.com"))
+
+
+async def test_twelve_racing_sign_ups_one_wins(stub: UserServiceAsyncStub) -> None:
+    outcomes = await asyncio.gather(
+        *(stub.CreateUser(a_create(a_user("racer")), timeout=10) for _ in range(12)), return_exceptions=True
+    )
+
+    created = [outcome for outcome in outcomes if isinstance(outcome, user_service_pb2.CreateUserResponse)]
+    errors = [outcome for outcome in outcomes if isinstance(outcome, grpc.aio.AioRpcError)]
+    assert (len(created), len(errors)) == (1, 11)
+    assert await get(stub, "racer") == created[0].user
+    assert {(error.code(), error.details()) for error in errors} == {
+        (ALREADY_EXISTS, "username racer is taken")
+    }
+
+
+@pytest.mark.parametrize(
+    ("request_", "message"),
+    [
+        (a_create(a_user(email="nope")), "email must look like an email"),
+        (a_create(a_user(username="")), "username is required"),
+        (a_create(a_user(id=-1)), "id must be positive"),
+        (a_create(a_user(), password=""), "password is required"),
+        (a_create(a_user(), password="p" * 129), "password must be at most 128 characters"),
+    ],
+)
+async def test_an_invalid_user_is_invalid_argument(
+    stub: UserServiceAsyncStub,
+    store: MemoryUserStore,
+    request_: user_service_pb2.CreateUserRequest,
+    message: str,
+) -> None:
+    with fails(INVALID, message):
+        await stub.CreateUser(request_, timeout=5)
+    with pytest.raises(NotFound):
+        await store.get("ann")
+
+
+async def test_create_users_stores_all_in_order(stub: UserServiceAsyncStub) -> None:
+    request = user_service_pb2.CreateUsersRequest(users=[a_create(a_user(name)) for name in ("ann", "bob")])
+
+    reply = await stub.CreateUsers(request, timeout=5)
+
+    assert [user.username for user in reply.users] == ["ann", "bob"]
+    assert [await get(stub, name) for name in ("ann", "bob")] == list(reply.users)
+
+
+@pytest.mark.parametrize(
+    ("users", "code", "message"),
+    [
+        ([a_user("bob"), a_user("bob")], INVALID, "users[1]: duplicate username"),
+        ([a_user("bob"), a_user("cat", email="x")], INVALID, "users[1]: email must look like an email"),
+        (
+            [a_user("bob"), a_user("cat"), a_user("taken")],
+            ALREADY_EXISTS,
+            "users[2]: username taken is taken",
+        ),
+        ([], INVALID, "at least one user is required"),
+    ],
+)
+async def test_create_users_is_all_or_none(
+    stub: UserServiceAsyncStub, users: list[user_pb2.User], code: grpc.StatusCode, message: str
+) -> None:
+    await create(stub, a_user("taken"))
+    request = user_service_pb2.CreateUsersRequest(users=[a_create(user) for user in users])
+
+    with fails(code, message):
+        await stub.CreateUsers(request, timeout=5)
+    for name in ("bob", "cat"):
+        with fails(NOT_FOUND, f"user {name} not found"):
+            await get(stub, name)
+
+
+async def test_get_of_an_unknown_or_invalid_username(stub: UserServiceAsyncStub) -> None:
+    with fails(NOT_FOUND, "user zed not found"):
+        await get(stub, "zed")
+    with fails(INVALID, "username may contain only letters, digits and . _ - @"):
+        await get(stub, "../zed")
+
+
+async def test_users_update_themselves_and_a_new_password_replaces_the_old(
+    stub: UserServiceAsyncStub,
+) -> None:
+    ann = await create(stub, a_user())
+    changes = a_user(first_name="Annie", email="annie@example.com", id=999)
+    request = user_service_pb2.UpdateUserRequest(
+        username="ann", user=changes, password="new-password", caller=caller(ann.id)
+    )
+
+    reply = await stub.UpdateUser(request, timeout=5)
+
+    assert reply.user == a_user(first_name="Annie", email="annie@example.com", id=ann.id)
+    assert await get(stub, "ann") == reply.user
+    assert (await login(stub, password="new-password")).session_token
+    with fails(INVALID, "invalid username/password supplied"):
+        await login(stub)
+
+
+async def test_an_update_without_password_keeps_it_and_may_rename(stub: UserServiceAsyncStub) -> None:
+    ann = await create(stub, a_user())
+    request = user_service_pb2.UpdateUserRequest(username="ann", user=a_user("anne"), caller=caller())
+
+    reply = await stub.UpdateUser(request, timeout=5)
+
+    assert (reply.user.id, reply.user.username) == (ann.id, "anne")
+    with fails(NOT_FOUND, "user ann not found"):
+        await get(stub, "ann")
+    assert (await login(stub, "anne")).session_token
+
+
+async def test_only_the_user_or_a_static_key_may_update(stub: UserServiceAsyncStub) -> None:
+    ann = await create(stub, a_user())
+    bob = await create(stub, a_user("bob"))
+    hacked = a_user(first_name="Hacked")
+
+    with fails(PERMISSION_DENIED, "only the user may change this user"):
+        await stub.UpdateUser(
+            user_service_pb2.UpdateUserRequest(username="ann", user=hacked, caller=caller(bob.id)), timeout=5
+        )
+    assert await get(stub, "ann") == ann
+
+    reply = await stub.UpdateUser(
+        user_service_pb2.UpdateUserRequest(username="ann", user=hacked, caller=caller()), timeout=5
+    )
+    assert reply.user.first_name == "Hacked"
+
+
+@pytest.mark.parametrize(
+    ("request_", "code", "message"),
+    [
+        (
+            user_service_pb2.UpdateUserRequest(username="ann", user=a_user("bob")),
+            ALREADY_EXISTS,
+            "username bob is taken",
+        ),
+        (
+            user_service_pb2.UpdateUserRequest(username="zed", user=a_user("zed")),
+            NOT_FOUND,
+            "user zed not found",
+        ),
+        (
+            user_service_pb2.UpdateUserRequest(username="ann", user=a_user(email="x")),
+            INVALID,
+            "email must look like an email",
+        ),
+        (
+            user_service_pb2.UpdateUserRequest(username="ann", user=a_user(), password=""),
+            INVALID,
+            "password is required",
+        ),
+    ],
+)
+async def test_failing_updates(
+    stub: UserServiceAsyncStub,
+    request_: user_service_pb2.UpdateUserRequest,
+    code: grpc.StatusCode,
+    message: str,
+) -> None:
+    ann = await create(stub, a_user())
+    await create(stub, a_user("bob"))
+
+    with fails(code, message):
+        await stub.UpdateUser(request_, timeout=5)
+    assert await get(stub, "ann") == ann
+
+
+async def test_delete_by_the_user_or_a_static_key(stub: UserServiceAsyncStub) -> None:
+    await create(stub, a_user())
+    bob = await create(stub, a_user("bob"))
+
+    with fails(PERMISSION_DENIED, "only the user may change this user"):
+        await stub.DeleteUser(
+            user_service_pb2.DeleteUserRequest(username="ann", caller=caller(bob.id)), timeout=5
+        )
+    await stub.DeleteUser(
+        user_service_pb2.DeleteUserRequest(username="bob", caller=caller(bob.id)), timeout=5
+    )
+    await stub.DeleteUser(user_service_pb2.DeleteUserRequest(username="ann", caller=caller()), timeout=5)
+
+    for name in ("ann", "bob"):
+        with fails(NOT_FOUND, f"user {name} not found"):
+            await stub.DeleteUser(user_service_pb2.DeleteUserRequest(username=name), timeout=5)
+
+
+async def test_deleting_a_user_ends_its_sessions(stub: UserServiceAsyncStub) -> None:
+    ann = await create(stub, a_user())
+    token = (await login(stub)).session_token
+
+    await stub.DeleteUser(
+        user_service_pb2.DeleteUserRequest(username="ann", caller=caller(ann.id)), timeout=5
+    )
+
+    assert not await is_active(stub, session_id(token))
+
+
+async def test_login_issues_a_session_token_the_gateway_accepts(
+    stub: UserServiceAsyncStub, clock: Clock
+) -> None:
+    ann = await create(stub, a_user())
+
+    reply = await login(stub)
+
+    claims = jwt.decode(
+        reply.session_token, SECRET, algorithms=["HS256"], options={"require": ["exp", "iat", "sub", "jti"]}
+    )
+    assert (claims["sub"], claims["name"]) == (str(ann.id), "ann")
+    assert claims["iat"] == int(clock.now)
+    assert claims["exp"] == claims["iat"] + TTL_SECONDS == reply.expire_time.seconds
+    assert await is_active(stub, claims["jti"])
+
+
+@pytest.mark.parametrize(
+    ("username", "password", "code", "message"),
+    [
+        ("ann", "wrong", INVALID, "invalid username/password supplied"),
+        ("ann", "", INVALID, "invalid username/password supplied"),
+        ("ann", PASSWORD + "x" * 200, INVALID, "invalid username/password supplied"),
+        ("zed", PASSWORD, NOT_FOUND, "user zed not found"),
+        ("", PASSWORD, INVALID, "username is required"),
+    ],
+)
+async def test_failing_logins(
+    stub: UserServiceAsyncStub, username: str, password: str, code: grpc.StatusCode, message: str
+) -> None:
+    await create(stub, a_user())
+
+    with fails(code, message):
+        await login(stub, username, password)
+
+
+async def test_a_login_upgrades_a_weaker_hash(stub: UserServiceAsyncStub, store: MemoryUserStore) -> None:
+    weak = Parameters(
+        type=Type.ID, version=19, salt_len=16, hash_len=32, time_cost=1, memory_cost=8, parallelism=1
+    )
+    await store.create(Account(a_user(), PasswordHasher.from_parameters(weak).hash(PASSWORD)))
+
+    await login(stub)
+
+    upgraded = (await store.get_account("ann")).password_hash
+    assert extract_parameters(upgraded) == PARAMETERS
+    assert PasswordHasher().verify(upgraded, PASSWORD)
+
+
+async def test_logout_ends_the_session_and_is_idempotent(stub: UserServiceAsyncStub) -> None:
+    await create(stub, a_user())
+    first, second = (await login(stub)).session_token, (await login(stub)).session_token
+
+    for _ in range(2):
+        await stub.Logout(user_service_pb2.LogoutRequest(session_token=first), timeout=5)
+
+    assert not await is_active(stub, session_id(first))
+    assert await is_active(stub, session_id(second))
+
+
+async def test_logout_of_a_token_that_is_not_ours_changes_nothing(stub: UserServiceAsyncStub) -> None:
+    await create(stub, a_user())
+    token = (await login(stub)).session_token
+    claims = jwt.decode(token, options={"verify_signature": False})
+    forged = jwt.encode(claims, "not-the-secret-but-just-as-long-000000000", algorithm="HS256")
+
+    for candidate in ("", "garbage", "a.b.c", forged):
+        await stub.Logout(user_service_pb2.LogoutRequest(session_token=candidate), timeout=5)
+
+    assert await is_active(stub, session_id(token))
+
+
+async def test_a_session_expires_after_its_ttl(stub: UserServiceAsyncStub, clock: Clock) -> None:
+    await create(stub, a_user())
+    token = (await login(stub)).session_token
+
+    clock.now += TTL_SECONDS - 1
+    assert await is_active(stub, session_id(token))
+    clock.now += 1
+    assert not await is_active(stub, session_id(token))
+
+
+@pytest.mark.parametrize("candidate", ["", "unknown", "x" * 65])
+async def test_unknown_sessions_are_inactive(stub: UserServiceAsyncStub, candidate: str) -> None:
+    assert not await is_active(stub, candidate)
+
+
+async def test_a_login_deletes_expired_sessions(
+    stub: UserServiceAsyncStub, store: MemoryUserStore, tokens: SessionTokens
+) -> None:
+    ann = await create(stub, a_user())
+    await store.add_session(Session("old", ann.id, tokens.now() - timedelta(seconds=1)))
+
+    await login(stub)
+
+    assert await store.delete_expired_sessions(tokens.now()) == 0
+
+
+async def test_no_response_ever_carries_the_password_or_its_hash(
+    stub: UserServiceAsyncStub, store: MemoryUserStore
+) -> None:
+    replies: list[bytes] = []
+    calls: list[Callable[[], Awaitable[Message]]] = [
+        lambda: stub.CreateUser(a_create(a_user()), timeout=5),
+        lambda: stub.CreateUser(a_create(a_user()), timeout=5),
+        lambda: stub.CreateUsers(
+            user_service_pb2.CreateUsersRequest(users=[a_create(a_user("bob"))]), timeout=5
+        ),
+        lambda: stub.GetUser(user_service_pb2.GetUserRequest(username="ann"), timeout=5),
+        lambda: stub.Login(user_service_pb2.LoginRequest(username="ann", password=PASSWORD), timeout=5),
+        lambda: stub.Login(user_service_pb2.LoginRequest(username="ann", password=PASSWORD + "!"), timeout=5),
+        lambda: stub.UpdateUser(
+            user_service_pb2.UpdateUserRequest(username="ann", user=a_user(), password=PASSWORD), timeout=5
+        ),
+        lambda: stub.UpdateUser(
+            user_service_pb2.UpdateUserRequest(username="ann", user=a_user(email="x"), password=PASSWORD),
+            timeout=5,
+        ),
+    ]
+    failures = 0
+    for call in calls:
+        try:
+            replies.append((await call()).SerializeToString())
+        except grpc.aio.AioRpcError as error:
+            failures += 1
+            replies.append(str(error.details()).encode())
+
+    secrets = [PASSWORD.encode(), b"$argon2", (await store.get_account("ann")).password_hash.encode()]
+    assert (len(replies), failures) == (len(calls), 3)
+    for reply in replies:
+        for secret in secrets:
+            assert secret not in reply
