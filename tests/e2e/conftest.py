@@ -23,6 +23,8 @@ from tests.e2e.client import Api
 from tests.e2e.control import ComposeControl, ProcessControl, StackControl, compose_unavailable_reason
 
 STATIC_KEY = "e2e-static-key-0123456789"
+E2E_ENV = {"RATE_LIMIT_PER_SECOND": "1000", "RATE_LIMIT_BURST": "2000"}
+"""The suite comes from one address with one key: rate limits roomy enough not to get in its way."""
 REPO_ROOT = Path(__file__).resolve().parents[2]
 E2E_MODE = os.environ.get("PETSTORE_E2E_MODE", "process")
 
@@ -45,6 +47,7 @@ def process_control(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proces
         api_keys=STATIC_KEY,
         database_prefix=f"e2e_{uuid.uuid4().hex[:8]}",
         log_dir=tmp_path_factory.mktemp("stack-logs"),
+        extra_env=E2E_ENV,
     )
     stack.start()
     try:
