@@ -153,3 +153,26 @@ async def test_a_logout_here_takes_effect_at_once(authenticator: Authenticator, 
     authenticator.session_ended(authenticator.decode_session(token).session_id)
     with pytest.raises(ApiError, match="ended"):
         await authenticator.authenticate(token)
+
+
+# aiohttp hands header bytes that are not UTF-8 over as surrogates ("\udcff").
+@pytest.mark.parametrize("key", ["\udcff\udcfe", "\udcff.\udcfe.\udcfd", "é.é.é"])
+async def test_keys_that_are_not_ascii_are_invalid_not_a_crash(
+    authenticator: Authenticator, sessions: Sessions, key: str
+) -> None:
+    with pytest.raises(ApiError) as caught:
+        await authenticator.authenticate(key)
+    assert caught.value.status == 401
+    assert not authenticator.is_genuine(key)
+    assert sessions.calls == 0
+
+
+async def test_genuine_keys_are_static_keys_and_our_live_session_tokens(
+    authenticator: Authenticator, sessions: Sessions
+) -> None:
+    assert authenticator.is_genuine("second-key")
+    assert authenticator.is_genuine(open_session(sessions))
+    assert not authenticator.is_genuine("made-up")
+    assert not authenticator.is_genuine(issue_token(7, "ann", secret="x" * 40)[0])
+    assert not authenticator.is_genuine(issue_token(7, "ann", ttl_seconds=-10)[0])
+    assert sessions.calls == 0  # all of it decided locally

@@ -49,3 +49,9 @@ def test_server_errors_never_show_details() -> None:
     assert (unavailable.status, unavailable.message) == (503, "the order service is unavailable")
     internal = api_error_from_rpc(grpc.StatusCode.INTERNAL, "Traceback: KeyError", "pet")
     assert (internal.status, internal.message) == (500, "internal error")
+
+
+def test_a_service_out_of_capacity_says_when_to_retry() -> None:
+    error = api_error_from_rpc(grpc.StatusCode.RESOURCE_EXHAUSTED, "Concurrent RPC limit exceeded!", "pet")
+    assert (error.status, error.headers) == (429, {"Retry-After": "1"})
+    assert api_error_from_rpc(grpc.StatusCode.NOT_FOUND, "pet 1 not found", "pet").headers == {}

@@ -53,3 +53,34 @@ def test_secrets_stay_out_of_repr() -> None:
     )
     assert "s3cr3t" not in repr(settings)
     assert "k3y-value" not in repr(settings)
+
+
+def test_rate_limits_default_on_and_zero_turns_them_off() -> None:
+    defaults = GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": SECRET})
+    assert (
+        defaults.rate_limit_per_second,
+        defaults.rate_limit_burst,
+        defaults.login_rate_limit_per_minute,
+    ) == (50, 100, 10)
+    off = GatewaySettings.from_env(
+        {"PETSTORE_SESSION_SECRET": SECRET, "RATE_LIMIT_PER_SECOND": "0", "LOGIN_RATE_LIMIT_PER_MINUTE": "0"}
+    )
+    assert (off.rate_limit_per_second, off.login_rate_limit_per_minute) == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"), [("RATE_LIMIT_PER_SECOND", "-1"), ("RATE_LIMIT_BURST", "0"), ("RATE_LIMIT_BURST", "x")]
+)
+def test_bad_rate_limits_refuse_to_start(name: str, value: str) -> None:
+    with pytest.raises(SettingsError, match=name):
+        GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": SECRET, name: value})
+
+
+def test_trusted_proxies_are_networks_and_a_bad_one_refuses_to_start() -> None:
+    settings = GatewaySettings.from_env(
+        {"PETSTORE_SESSION_SECRET": SECRET, "TRUSTED_PROXIES": "10.0.0.0/8, ::1"}
+    )
+    assert [str(network) for network in settings.trusted_proxies] == ["10.0.0.0/8", "::1/128"]
+    assert GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": SECRET}).trusted_proxies == ()
+    with pytest.raises(SettingsError, match="TRUSTED_PROXIES"):
+        GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": SECRET, "TRUSTED_PROXIES": "ingress"})

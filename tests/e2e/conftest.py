@@ -89,6 +89,8 @@ def compose_control(request: pytest.FixtureRequest, docker_compose_project_name:
     os.environ.setdefault("PETSTORE_API_KEYS", STATIC_KEY)
     os.environ.setdefault("PETSTORE_SESSION_SECRET", uuid.uuid4().hex + uuid.uuid4().hex)
     os.environ.setdefault("GATEWAY_PUBLISH", "127.0.0.1:18080")
+    for name, value in E2E_ENV.items():
+        os.environ.setdefault(name, value)
     request.getfixturevalue("docker_services")  # builds, starts and, at the end, removes the stack
     host_port = os.environ["GATEWAY_PUBLISH"].rsplit(":", 1)[1]
     return ComposeControl(f"http://127.0.0.1:{host_port}/v2", docker_compose_project_name)

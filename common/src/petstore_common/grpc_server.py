@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import time
 from collections.abc import Awaitable, Callable
@@ -24,6 +25,7 @@ from petstore_common.request_context import (
     sanitize_request_id,
 )
 from petstore_common.settings import ServiceSettings
+from petstore_common.tracing import configure_tracing
 
 log = logging.getLogger(__name__)
 
@@ -166,8 +168,14 @@ async def _watch_readiness(definition: ServiceDefinition, servicer: health.aio.H
         await asyncio.sleep(HEALTH_CHECK_INTERVAL_SECONDS)
 
 
-async def serve(factory: ServiceFactory, settings: ServiceSettings) -> None:
-    """Run a service until SIGTERM or SIGINT, then stop gracefully."""
+def default_service_name(settings: ServiceSettings) -> str:
+    """The name traces carry when serve() is not told one: petstore_pet -> pet-service."""
+    return f"{settings.database.rsplit('_', 1)[-1]}-service"
+
+
+async def serve(factory: ServiceFactory, settings: ServiceSettings, *, service_name: str = "") -> None:
+    """Run a service until SIGTERM or SIGINT, then stop gracefully (traced when OTEL_TRACING=1)."""
+    tracing = configure_tracing(service_name or default_service_name(settings), os.environ)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -180,4 +188,6 @@ async def serve(factory: ServiceFactory, settings: ServiceSettings) -> None:
         await stop.wait()
         log.info("stopping", extra={"grace_seconds": settings.grace_seconds})
         await running.stop(settings.grace_seconds)
+    if tracing is not None:
+        tracing.shutdown()  # flushes the spans still queued
     log.info("stopped")

@@ -1,15 +1,17 @@
-"""`python -m petstore_gateway`: serve the HTTP API until SIGINT or SIGTERM."""
+"""`python -m petstore_gateway`: serve the HTTP API until SIGINT or SIGTERM, then drain."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 import sys
-
-from aiohttp import web
 
 from petstore_common.logging import configure_logging
 from petstore_common.settings import SettingsError
+from petstore_common.tracing import configure_tracing
 from petstore_gateway.app import create_app
+from petstore_gateway.serving import serve
 from petstore_gateway.settings import GatewaySettings
 
 log = logging.getLogger("petstore_gateway")
@@ -23,16 +25,13 @@ def main() -> None:
         raise SystemExit(2) from None
     configure_logging("gateway", settings.log_level)
     log.info("starting", extra={"settings": repr(settings)})
-    # run_app turns SIGINT and SIGTERM into a graceful stop: stop accepting, let in-flight
-    # requests finish within shutdown_timeout, then run the clean-up (closing channels).
-    web.run_app(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        access_log=None,
-        shutdown_timeout=settings.grace_seconds,
-        print=lambda message: log.info(message.strip()),
-    )
+    tracing = configure_tracing("gateway", os.environ)  # before the app and its channels exist
+    app = create_app(settings)
+    if tracing is not None:
+        tracing.instrument_app(app)
+    asyncio.run(serve(app, host=settings.host, port=settings.port, grace_seconds=settings.grace_seconds))
+    if tracing is not None:
+        tracing.shutdown()  # flushes the spans still queued
     log.info("stopped")
 
 

@@ -8,11 +8,14 @@ from aiohttp import web
 
 from petstore.user.v1 import user_service_pb2
 from petstore_gateway import health
+from petstore_gateway.apidoc.routes import build_documents
+from petstore_gateway.apidoc.routes import routes as apidoc_routes
 from petstore_gateway.auth import Authenticator
 from petstore_gateway.clients import ServiceClients, open_clients
-from petstore_gateway.keys import AUTHENTICATOR, CLIENTS, METRICS, SETTINGS
+from petstore_gateway.keys import API_DOCUMENTS, AUTHENTICATOR, CLIENTS, METRICS, RATE_LIMITS, SETTINGS
 from petstore_gateway.metrics import GatewayMetrics
 from petstore_gateway.middlewares import MIDDLEWARES
+from petstore_gateway.ratelimit import RateLimits
 from petstore_gateway.routes import pet, store, user
 from petstore_gateway.rpc import call_service
 from petstore_gateway.settings import GatewaySettings
@@ -24,6 +27,12 @@ def create_app(settings: GatewaySettings, *, clients: ServiceClients | None = No
     app = web.Application(middlewares=MIDDLEWARES, client_max_size=settings.max_body_bytes)
     app[SETTINGS] = settings
     app[METRICS] = GatewayMetrics()
+    app[API_DOCUMENTS] = build_documents(max_body_bytes=settings.max_body_bytes)
+    app[RATE_LIMITS] = RateLimits.create(
+        per_second=settings.rate_limit_per_second,
+        burst=settings.rate_limit_burst,
+        login_per_minute=settings.login_rate_limit_per_minute,
+    )
 
     async def check_session(session_id: str) -> bool:
         reply = await call_service(
@@ -45,6 +54,7 @@ def create_app(settings: GatewaySettings, *, clients: ServiceClients | None = No
     app.add_routes(pet.routes)
     app.add_routes(store.routes)
     app.add_routes(user.routes)
+    app.add_routes(apidoc_routes)
     return app
 
 

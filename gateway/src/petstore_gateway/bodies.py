@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from aiohttp import web
+from aiohttp.http import HttpProcessingError
 from multidict import MultiDict, MultiDictProxy
 
 from petstore_gateway.errors import ApiError
@@ -40,7 +41,10 @@ async def read_body(
     if not request.body_exists:
         raise ApiError(400, "a request body is required")
     fmt = body_format(request.headers.get("Content-Type"))
-    raw = await request.read()  # raises 413 past client_max_size, chunked or not
+    try:
+        raw = await request.read()  # raises 413 past client_max_size, chunked or not
+    except web.RequestPayloadError:  # e.g. a Content-Encoding the bytes do not follow
+        raise ApiError(400, "request body could not be read") from None
     if not raw.strip():
         raise ApiError(400, "a request body is required")
     try:
@@ -60,10 +64,28 @@ async def read_form(request: web.Request, *, allowed: frozenset[str] = FORM_TYPE
         raise ApiError(415, f"Content-Type must be {' or '.join(sorted(allowed))}")
     try:
         return await request.post()
+    except web.HTTPRequestEntityTooLarge as exc:
+        if "form fields" in (exc.text or ""):  # aiohttp also counts fields (client_max_fields)
+            raise ApiError(413, f"a form may have at most {request.client_max_fields} fields") from None
+        raise  # over client_max_size: the usual 413
     except web.HTTPException:
-        raise  # 413 and friends keep their status
-    except (ValueError, UnicodeDecodeError, AssertionError):
+        raise
+    except web.RequestPayloadError:
+        raise ApiError(400, "request body could not be read") from None
+    # LookupError: a charset Python does not know, on the form or on one of its parts;
+    # HttpProcessingError: a part's headers aiohttp cannot parse (a NUL in a file name).
+    except (ValueError, UnicodeDecodeError, AssertionError, LookupError, HttpProcessingError):
         raise ApiError(400, "request body is not a valid form") from None
+
+
+def utf8_text(value: str, what: str) -> str:
+    """`value` if it is text; header-borne values (a part's file name, its Content-Type) carry
+    bytes that were not UTF-8 as surrogates, which no protobuf string can hold: 400."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ApiError(400, f"{what} must be UTF-8 text") from None
+    return value
 
 
 def response_type(request: web.Request) -> ResponseType:

@@ -35,6 +35,9 @@ GRPC_TO_HTTP: Mapping[grpc.StatusCode, int] = MappingProxyType(
 )
 """Every status not listed here is a 500 with a generic message."""
 
+SERVICE_RETRY_AFTER = "1"
+"""Retry-After (seconds) of a 429 that a service's RESOURCE_EXHAUSTED became."""
+
 Overrides = Mapping[grpc.StatusCode, int]
 NO_OVERRIDES: Overrides = MappingProxyType({})
 
@@ -52,4 +55,6 @@ def api_error_from_rpc(
         if status == 503:
             return ApiError(status, f"the {service} service is unavailable")
         return ApiError(status, "internal error")
+    if status == 429:  # a service shedding load (MAX_CONCURRENT_RPCS): worth a retry shortly
+        return ApiError(status, details or "too many requests", headers={"Retry-After": SERVICE_RETRY_AFTER})
     return ApiError(status, details or HTTPStatus(status).phrase.lower())

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from petstore_gateway.apidoc.documents import ApiDocuments
 from petstore_gateway.auth import Authenticator, Principal
 from petstore_gateway.clients import ServiceClients
 from petstore_gateway.metrics import GatewayMetrics
 from petstore_gateway.negotiation import ResponseType
+from petstore_gateway.ratelimit import RateLimits
 from petstore_gateway.settings import GatewaySettings
 
 SETTINGS = web.AppKey("settings", GatewaySettings)
 CLIENTS = web.AppKey("clients", ServiceClients)
 AUTHENTICATOR = web.AppKey("authenticator", Authenticator)
 METRICS = web.AppKey("metrics", GatewayMetrics)
+API_DOCUMENTS = web.AppKey("api_documents", ApiDocuments)
+"""The API description, serialized once when the app is made."""
+RATE_LIMITS = web.AppKey("rate_limits", RateLimits)
 
 RESPONSE_TYPE = web.RequestKey("response_type", ResponseType)
 """The representation negotiated from Accept, set by the negotiation middleware."""

@@ -38,11 +38,20 @@ class GatewayMetrics:
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
             registry=self.registry,
         )
+        self.rate_limited = Counter(
+            "gateway_rate_limited_total",
+            "Requests refused with 429 by a gateway rate limit, by limit (client or login).",
+            ["limit"],
+            registry=self.registry,
+        )
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         method = method if method in KNOWN_METHODS else "OTHER"
         self.requests.labels(method, route, str(status)).inc()
         self.latency.labels(method, route).observe(seconds)
+
+    def limited(self, limit: str) -> None:
+        self.rate_limited.labels(limit).inc()
 
     def exposition(self) -> web.Response:
         response = web.Response(body=generate_latest(self.registry))

@@ -1,4 +1,4 @@
-"""Request id, metrics and access log, errors, negotiation and auth, outermost first."""
+"""Request id, metrics and access log, CORS, errors, rate limits, negotiation and auth, outermost first."""
 
 from __future__ import annotations
 
@@ -10,12 +10,16 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from petstore_common.request_context import current_request_id, sanitize_request_id
+from petstore_gateway.apidoc import DOCUMENT_ROUTES
 from petstore_gateway.auth import API_KEY_HEADER
 from petstore_gateway.bodies import error_response
+from petstore_gateway.client_address import FORWARDED_FOR_HEADER, client_address
+from petstore_gateway.cors import preflight_headers, response_headers
 from petstore_gateway.errors import ApiError
-from petstore_gateway.keys import AUTHENTICATOR, METRICS, PRINCIPAL, RESPONSE_TYPE, SETTINGS
+from petstore_gateway.keys import AUTHENTICATOR, METRICS, PRINCIPAL, RATE_LIMITS, RESPONSE_TYPE, SETTINGS
 from petstore_gateway.metrics import route_template
 from petstore_gateway.negotiation import JSON_RESPONSE, choose_response_type, not_acceptable
+from petstore_gateway.ratelimit import too_many
 
 REQUEST_ID_HEADER = "X-Request-ID"
 API_PREFIX = "/v2"
@@ -26,6 +30,8 @@ log = logging.getLogger(__name__)
 # Writes anyone may do; every other write needs an api_key. All GETs are reads and open.
 OPEN_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 OPEN_WRITES = frozenset({("POST", "/v2/user")})
+# Probes and metrics are never rate limited: an orchestrator must always be able to ask.
+RATE_LIMIT_EXEMPT = frozenset({"/livez", "/readyz", "/metrics"})
 
 
 @web.middleware
@@ -106,12 +112,61 @@ def _error(request: web.Request, status: int, message: str, headers: dict[str, s
     return error_response(status, message, accepted, headers=headers)
 
 
+def client_identity(request: web.Request) -> str:
+    """Whose bucket a request spends: its api_key when genuine, else its address. Made-up keys
+    count against the address, so inventing keys buys no fresh buckets. (The limiter hashes it.)"""
+    api_key = request.headers.get(API_KEY_HEADER)
+    if api_key and request.app[AUTHENTICATOR].is_genuine(api_key):
+        return f"key:{api_key}"
+    forwarded_for = request.headers.get(FORWARDED_FOR_HEADER)
+    return f"addr:{client_address(request.remote, forwarded_for, request.app[SETTINGS].trusted_proxies)}"
+
+
+@web.middleware
+async def rate_limit_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """429 with Retry-After once a client has spent its burst faster than its rate refills it."""
+    limiter = request.app[RATE_LIMITS].clients
+    if limiter is not None and request.path not in RATE_LIMIT_EXEMPT:
+        retry_after = limiter.acquire(client_identity(request))
+        if retry_after is not None:
+            request.app[METRICS].limited("client")
+            raise too_many(retry_after, "requests")
+    return await handler(request)
+
+
+@web.middleware
+async def cors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """OPTIONS on a /v2 route is answered here (204: Allow, and the CORS grant for a preflight);
+    every other answer, errors included, carries the CORS headers for an allowed Origin."""
+    allowed = request.app[SETTINGS].cors_allow_origins
+    origin = request.headers.get("Origin")
+    unmatched = request.match_info.http_exception
+    if (
+        request.method == "OPTIONS"
+        and request.path.startswith(API_PREFIX)
+        and isinstance(unmatched, web.HTTPMethodNotAllowed)
+    ):
+        return web.Response(status=204, headers=preflight_headers(origin, allowed, unmatched.allowed_methods))
+    headers = response_headers(origin, allowed)
+    try:
+        response = await handler(request)
+    except web.HTTPException as exc:  # only redirects get past the error middleware
+        exc.headers.update(headers)
+        raise
+    response.headers.update(headers)
+    return response
+
+
 @web.middleware
 async def negotiation_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Decide the response representation before any work is done: 406 when none fits."""
     chosen = choose_response_type(request.headers.get("Accept"))
     if chosen is None:
-        if request.match_info.http_exception is None and request.path.startswith(API_PREFIX):
+        if (
+            request.match_info.http_exception is None
+            and request.path.startswith(API_PREFIX)
+            and route_template(request) not in DOCUMENT_ROUTES  # the description and docs: own type
+        ):
             raise not_acceptable()
         chosen = JSON_RESPONSE  # /metrics and health probes answer anyway
     request[RESPONSE_TYPE] = chosen
@@ -134,7 +189,9 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
 MIDDLEWARES = (
     request_id_middleware,
     observe_middleware,
+    cors_middleware,
     error_middleware,
+    rate_limit_middleware,
     negotiation_middleware,
     auth_middleware,
 )

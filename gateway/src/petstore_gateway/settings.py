@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from petstore_common.settings import SettingsError, env_float, env_int, env_list, env_str
+from petstore_gateway.client_address import Network, parse_networks
 
 MIN_SESSION_SECRET_LENGTH = 32
+ANY_ORIGIN = "*"
+_ORIGIN = re.compile(r"https?://[^/\s?#]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +32,16 @@ class GatewaySettings:
     log_level: str = "INFO"
     grace_seconds: float = 10.0
     """How long in-flight requests may finish after SIGTERM."""
+    rate_limit_per_second: int = 50
+    """Sustained requests per second per client (api_key, else address); 0 turns the limit off."""
+    rate_limit_burst: int = 100
+    """Requests a client may make at once before the per-second rate applies."""
+    login_rate_limit_per_minute: int = 10
+    """Login attempts per minute per username, on top of the per-client limit; 0 turns it off."""
+    cors_allow_origins: tuple[str, ...] = (ANY_ORIGIN,)
+    """Origins browsers may call from (CORS): "*" for any, () for none (CORS off)."""
+    trusted_proxies: tuple[Network, ...] = ()
+    """Proxies (an ingress) whose X-Forwarded-For names the client for per-address limits."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -49,4 +63,29 @@ class GatewaySettings:
             max_body_bytes=env_int(env, "MAX_BODY_BYTES", 1024 * 1024, minimum=1),
             log_level=env_str(env, "LOG_LEVEL", "INFO").upper(),
             grace_seconds=env_float(env, "GRACE_SECONDS", 10.0),
+            rate_limit_per_second=env_int(env, "RATE_LIMIT_PER_SECOND", 50),
+            rate_limit_burst=env_int(env, "RATE_LIMIT_BURST", 100, minimum=1),
+            login_rate_limit_per_minute=env_int(env, "LOGIN_RATE_LIMIT_PER_MINUTE", 10),
+            cors_allow_origins=_cors_origins(env),
+            trusted_proxies=_trusted_proxies(env),
         )
+
+
+def _trusted_proxies(env: Mapping[str, str]) -> tuple[Network, ...]:
+    try:
+        return parse_networks(env_list(env, "TRUSTED_PROXIES"))
+    except ValueError as exc:
+        raise SettingsError(f"TRUSTED_PROXIES: {exc}") from None
+
+
+def _cors_origins(env: Mapping[str, str]) -> tuple[str, ...]:
+    """CORS_ALLOW_ORIGINS: unset means any origin; set but empty turns CORS off."""
+    if "CORS_ALLOW_ORIGINS" not in env:
+        return (ANY_ORIGIN,)
+    origins = env_list(env, "CORS_ALLOW_ORIGINS")
+    for origin in origins:
+        if origin != ANY_ORIGIN and not _ORIGIN.fullmatch(origin):
+            raise SettingsError(
+                f"CORS_ALLOW_ORIGINS entries must be * or scheme://host[:port] without a path, got {origin!r}"
+            )
+    return (ANY_ORIGIN,) if ANY_ORIGIN in origins else origins

@@ -60,6 +60,10 @@ def test_ship_dates_are_returned_in_utc(text: str, utc: str) -> None:
         "2024-13-01T00:00:00Z",
         "0001-01-01T00:00:00+01:00",
         "2" * 80,
+        "2024-01-01T00:00:00\x00Z",  # fromisoformat alone reads this as midnight UTC
+        "2024-01-01\x0000:00:00Z",
+        "2024-01-01T00:00:00Z\n",
+        "\uff12\uff10\uff12\uff14-01-01T00:00:00Z",  # full-width digits
     ],
 )
 def test_bad_or_zoneless_ship_dates_are_rejected(text: str) -> None:

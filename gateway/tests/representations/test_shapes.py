@@ -47,6 +47,9 @@ def test_dtds_and_entities_are_refused_fast(body: bytes) -> None:
         (b"\xff\xfe", BodyFormat.JSON),
         (b"<Pet>", BodyFormat.XML),
         (b"not xml", BodyFormat.XML),
+        (b'<?xml version="1.0" encoding="x-no-such-encoding"?><Pet/>', BodyFormat.XML),
+        (b'<?xml version="1.0" encoding="UTF-16"?><Pet/>', BodyFormat.XML),
+        (b"<Pet><name>&#0;</name></Pet>", BodyFormat.XML),
     ],
 )
 def test_malformed_bodies(body: bytes, body_format: BodyFormat) -> None:

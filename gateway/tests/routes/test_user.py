@@ -129,7 +129,7 @@ async def test_login(client: Client, backend: FakeBackend, wire: Wire) -> None:
     body = await wire.read(response)
     assert (body["code"], body["type"]) == (200, "unknown")
     assert body["message"].startswith("logged in user session:")
-    assert response.headers["X-Rate-Limit"] == "5000"
+    assert response.headers["X-Rate-Limit"] == "600"  # LOGIN_RATE_LIMIT_PER_MINUTE 10, per hour
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", response.headers["X-Expires-After"])
 
 
@@ -264,6 +264,15 @@ async def test_delete_user(client: Client, backend: FakeBackend, wire: Wire) -> 
     gone = await client.delete("/v2/user/ann", headers={**KEY, "Accept": wire.value})
     assert await error_of(wire, gone) == (404, "user ann not found")
     assert backend.user.users == {}
+
+
+async def test_a_deleted_users_session_stops_working_at_once(client: Client, backend: FakeBackend) -> None:
+    add_user(backend, "bob", 2)
+    bob = await login(client, "bob")
+    assert (await client.delete("/v2/user/bob", headers={"api_key": bob})).status == 200
+    # The gateway's session cache said "active" a moment ago; the delete must overrule it.
+    again = await client.delete("/v2/user/bob", headers={"api_key": bob})
+    assert again.status == 401
 
 
 async def test_an_expired_or_forged_session_is_401(client: Client) -> None:

@@ -86,7 +86,8 @@ def decode(body: bytes, body_format: BodyFormat, document: Document) -> Any:
         root = parse_xml_safely(body, forbid_dtd=True)
     except DefusedXmlException:
         raise MalformedBody("request body must not contain a DTD or entity declarations") from None
-    except ET.ParseError:
+    # LookupError: an encoding the XML declaration names that Python does not know.
+    except (ET.ParseError, LookupError, ValueError):
         raise MalformedBody("request body is not valid XML") from None
     if isinstance(document.shape, (Obj, MapOf)) and _local(root.tag) != document.root_tag:
         raise InvalidRepresentation(f"the XML root element must be <{document.root_tag}>")

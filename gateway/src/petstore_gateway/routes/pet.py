@@ -10,7 +10,7 @@ from google.protobuf.field_mask_pb2 import FieldMask
 from multidict import MultiDictProxy
 
 from petstore.pet.v1 import pet_pb2, pet_service_pb2
-from petstore_gateway.bodies import read_body, read_form, respond, respond_message
+from petstore_gateway.bodies import read_body, read_form, respond, respond_message, utf8_text
 from petstore_gateway.errors import ApiError
 from petstore_gateway.keys import CLIENTS
 from petstore_gateway.params import (
@@ -170,7 +170,9 @@ async def upload_image(request: web.Request) -> web.Response:
     if upload is None:
         raise ApiError(400, "file is required: a multipart part named file")
     if isinstance(upload, web.FileField):
-        data, content_type, file_name = upload.file.read(), upload.content_type, upload.filename
+        data = upload.file.read()
+        content_type = utf8_text(upload.content_type, "the file's Content-Type")
+        file_name = utf8_text(upload.filename, "the file name")
     elif isinstance(upload, (bytes, bytearray)):
         data, content_type, file_name = bytes(upload), "application/octet-stream", ""
     else:

@@ -8,14 +8,13 @@ from petstore.user.v1 import user_service_pb2
 from petstore_gateway.auth import API_KEY_HEADER
 from petstore_gateway.bodies import read_body, respond, respond_message
 from petstore_gateway.errors import ApiError
-from petstore_gateway.keys import AUTHENTICATOR, CLIENTS, PRINCIPAL
+from petstore_gateway.keys import AUTHENTICATOR, CLIENTS, METRICS, PRINCIPAL, RATE_LIMITS
+from petstore_gateway.ratelimit import too_many
 from petstore_gateway.representations.order import format_utc
 from petstore_gateway.representations.user import USER, USERS, user_from_wire, user_to_wire, users_from_wire
 from petstore_gateway.rpc import call
 
 SERVICE = "user"
-LOGIN_RATE_LIMIT_PER_HOUR = 5000
-"""Sent as X-Rate-Limit on login, as classic clients expect; a constant until rate limiting exists."""
 
 routes = web.RouteTableDef()
 
@@ -63,6 +62,12 @@ async def login(request: web.Request) -> web.Response:
     password = request.query.get("password", "")
     if not username:
         raise ApiError(400, "username is required")
+    limits = request.app[RATE_LIMITS]
+    if limits.logins is not None:
+        retry_after = limits.logins.acquire(username)
+        if retry_after is not None:
+            request.app[METRICS].limited("login")
+            raise too_many(retry_after, "login attempts for this user")
     if not password:
         raise ApiError(400, "password is required")
     reply = await call(
@@ -71,10 +76,10 @@ async def login(request: web.Request) -> web.Response:
         user_service_pb2.LoginRequest(username=username, password=password),
         service=SERVICE,
     )
-    headers = {
-        "X-Rate-Limit": str(LOGIN_RATE_LIMIT_PER_HOUR),
-        "X-Expires-After": format_utc(reply.expire_time),
-    }
+    headers = {"X-Expires-After": format_utc(reply.expire_time)}
+    allowance = limits.login_allowance_per_hour()
+    if allowance is not None:  # calls per hour this user may make, as classic clients expect
+        headers["X-Rate-Limit"] = str(allowance)
     return respond_message(request, f"logged in user session:{reply.session_token}", headers=headers)
 
 
@@ -140,4 +145,8 @@ async def delete_user(request: web.Request) -> web.Response:
         user_service_pb2.DeleteUserRequest(username=username, caller=_caller(request)),
         service=SERVICE,
     )
+    # The service ended every session of the user; the one used here stops working at once.
+    session_id = request[PRINCIPAL].session_id
+    if session_id is not None:
+        request.app[AUTHENTICATOR].session_ended(session_id)
     return respond_message(request, username)

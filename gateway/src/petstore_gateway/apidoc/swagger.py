@@ -1,0 +1,725 @@
+"""The Swagger 2.0 description of the API exactly as this gateway serves it.
+
+This is the one source of truth: `openapi.py` derives the OpenAPI 3.0 document from it. What
+is derived rather than written down:
+
+- `security` (and the 401 answer) from `needs_api_key`, the rule the auth middleware applies;
+- 413 and 415 on every operation that reads a body or a form, and 406, 429 and 503 on every
+  operation (all of them call a service).
+
+Bounds mirror the services' validation (each constant names where it comes from); property
+names and XML names mirror `representations/` (a test keeps the two in step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from petstore_gateway.middlewares import API_PREFIX, needs_api_key
+from petstore_gateway.negotiation import OFFERED
+from petstore_gateway.params import (
+    DEFAULT_PAGE_SIZE,
+    LIMIT_PARAM,
+    MAX_PAGE_SIZE,
+    NEXT_PAGE_HEADER,
+    PAGE_TOKEN_PARAM,
+)
+from petstore_gateway.representations.order import ORDER_STATUSES
+from petstore_gateway.representations.pet import PET_STATUSES
+from petstore_gateway.representations.user import MAX_USERS_PER_REQUEST
+
+JSON = "application/json"
+XML = "application/xml"
+BODY_MEDIA_TYPES = (JSON, XML)
+FORM = "application/x-www-form-urlencoded"
+MULTIPART = "multipart/form-data"
+API_KEY_SCHEME = "api_key"
+
+# pet-service validation.py
+MAX_PET_NAME_CHARS = 256
+MAX_PHOTO_URLS = 64
+MAX_PHOTO_URL_CHARS = 2048
+MAX_TAGS = 64
+MAX_TAG_NAME_FILTERS = 64
+MAX_IMAGE_METADATA_CHARS = 1024
+# order-service validation.py
+MIN_QUANTITY = 1
+MAX_QUANTITY = 1_000_000
+# user-service validation.py and passwords.py
+MAX_USERNAME_CHARS = 64
+USERNAME_PATTERN = r"^[A-Za-z0-9._@-]+$"
+MIN_EMAIL_CHARS = 3
+MAX_EMAIL_CHARS = 254
+EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+$"
+MAX_USER_TEXT_CHARS = 256
+MIN_PASSWORD_CHARS = 1
+MAX_PASSWORD_CHARS = 128
+
+Json = dict[str, Any]
+
+
+def ref(name: str) -> Json:
+    return {"$ref": f"#/definitions/{name}"}
+
+
+def _int64(**extra: Any) -> Json:
+    return {"type": "integer", "format": "int64", **extra}
+
+
+def _int32(**extra: Any) -> Json:
+    return {"type": "integer", "format": "int32", **extra}
+
+
+def _text(max_chars: int, **extra: Any) -> Json:
+    return {"type": "string", "maxLength": max_chars, **extra}
+
+
+NO_CONTROL_CHARS = "Control characters are refused."
+
+
+def _id_and_name(what: str, xml_name: str | None) -> Json:
+    schema: Json = {
+        "type": "object",
+        "description": f"A {what}: either field may be left out.",
+        "properties": {
+            "id": _int64(minimum=1),
+            "name": _text(MAX_PET_NAME_CHARS, description=NO_CONTROL_CHARS),
+        },
+    }
+    if xml_name:
+        schema["xml"] = {"name": xml_name}
+    return schema
+
+
+def _user(*, required: Sequence[str], password: bool, strict_email: bool, description: str) -> Json:
+    """The User shapes differ only in what is required, whether a password goes in, and
+    whether the email must be present (an update may send it empty)."""
+    email: Json = {"type": "string", "maxLength": MAX_EMAIL_CHARS}
+    if strict_email:
+        email.update(minLength=MIN_EMAIL_CHARS, pattern=EMAIL_PATTERN)
+    properties: Json = {
+        "id": _int64(minimum=1),
+        "username": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_USERNAME_CHARS,
+            "pattern": USERNAME_PATTERN,
+        },
+        "firstName": _text(MAX_USER_TEXT_CHARS),
+        "lastName": _text(MAX_USER_TEXT_CHARS),
+        "email": email,
+    }
+    if password:
+        properties["password"] = {
+            "type": "string",
+            "minLength": MIN_PASSWORD_CHARS,
+            "maxLength": MAX_PASSWORD_CHARS,
+            "description": "Stored as a hash; never returned.",
+        }
+    properties["phone"] = _text(MAX_USER_TEXT_CHARS)
+    properties["userStatus"] = _int32(description="User status")
+    schema: Json = {"type": "object", "description": description}
+    if required:
+        schema["required"] = list(required)
+    schema.update(properties=properties, xml={"name": "User"})
+    return schema
+
+
+def definitions() -> Json:
+    return {
+        "Category": _id_and_name("category", None),
+        "Tag": _id_and_name("tag", "tag"),
+        "Pet": {
+            "type": "object",
+            "required": ["name", "photoUrls"],
+            "properties": {
+                "id": _int64(minimum=1, description="Chosen by the store when left out."),
+                "category": ref("Category"),
+                "name": _text(
+                    MAX_PET_NAME_CHARS,
+                    minLength=1,
+                    pattern=r"\S",
+                    example="doggie",
+                    description=f"Not blank. {NO_CONTROL_CHARS}",
+                ),
+                "photoUrls": {
+                    "type": "array",
+                    "maxItems": MAX_PHOTO_URLS,
+                    "xml": {"wrapped": True},
+                    "items": _text(MAX_PHOTO_URL_CHARS, xml={"name": "photoUrl"}),
+                },
+                "tags": {
+                    "type": "array",
+                    "maxItems": MAX_TAGS,
+                    "xml": {"wrapped": True},
+                    "items": ref("Tag"),
+                },
+                "status": {
+                    "type": "string",
+                    "description": "pet status in the store",
+                    "enum": list(PET_STATUSES),
+                },
+            },
+            "xml": {"name": "Pet"},
+        },
+        "Order": {
+            "type": "object",
+            "required": ["petId"],
+            "properties": {
+                "id": _int64(minimum=1, description="Chosen by the store when left out."),
+                "petId": _int64(minimum=1, description="A pet that exists."),
+                "quantity": _int32(minimum=MIN_QUANTITY, maximum=MAX_QUANTITY, default=1),
+                "shipDate": {
+                    "type": "string",
+                    "format": "date-time",
+                    "description": "With Z or an offset; answered in UTC with milliseconds.",
+                },
+                "status": {
+                    "type": "string",
+                    "description": "Order Status",
+                    "enum": list(ORDER_STATUSES),
+                    "default": "placed",
+                },
+                "complete": {"type": "boolean", "default": False},
+            },
+            "xml": {"name": "Order"},
+        },
+        "User": _user(
+            required=("id", "username"),
+            password=False,
+            strict_email=False,
+            description="A user as the store returns it: never with its password.",
+        ),
+        "NewUser": _user(
+            required=("username", "email", "password"),
+            password=True,
+            strict_email=True,
+            description="A user to create.",
+        ),
+        "UserUpdate": _user(
+            required=(),
+            password=True,
+            strict_email=False,
+            description=(
+                "Replaces the user's fields. Without username the current one is kept; with "
+                "another one the user is renamed. Without password the password is kept."
+            ),
+        ),
+        "ApiResponse": {
+            "type": "object",
+            "required": ["code", "type", "message"],
+            "properties": {
+                "code": _int32(),
+                "type": {"type": "string", "description": '"unknown" on success, "error" on errors'},
+                "message": {"type": "string"},
+            },
+            "xml": {"name": "ApiResponse"},
+        },
+        "Inventory": {
+            "type": "object",
+            "description": "Pet status name -> number of pets; statuses without pets are left out.",
+            "additionalProperties": _int64(minimum=0),
+            "xml": {"name": "inventory"},
+        },
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# Parameters and responses
+
+
+def _path_id(name: str, what: str) -> Json:
+    return {
+        "name": name,
+        "in": "path",
+        "description": f"ID of the {what}",
+        "required": True,
+        "type": "integer",
+        "format": "int64",
+        "minimum": 1,
+    }
+
+
+PET_ID = _path_id("petId", "pet")
+ORDER_ID = _path_id("orderId", "order")
+USERNAME = {
+    "name": "username",
+    "in": "path",
+    "description": "The user's username",
+    "required": True,
+    "type": "string",
+    "maxLength": MAX_USERNAME_CHARS,
+    "pattern": USERNAME_PATTERN,
+}
+PAGING: tuple[Json, ...] = (
+    {
+        "name": LIMIT_PARAM,
+        "in": "query",
+        "description": "Most pets to return",
+        "required": False,
+        "type": "integer",
+        "format": "int32",
+        "minimum": 1,
+        "maximum": MAX_PAGE_SIZE,
+        "default": DEFAULT_PAGE_SIZE,
+    },
+    {
+        "name": PAGE_TOKEN_PARAM,
+        "in": "query",
+        "description": f"The {NEXT_PAGE_HEADER} of the previous page",
+        "required": False,
+        "type": "string",
+    },
+)
+
+
+def _body(schema: Json, description: str) -> Json:
+    return {"in": "body", "name": "body", "description": description, "required": True, "schema": schema}
+
+
+def _users_body() -> Json:
+    return _body(
+        {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": MAX_USERS_PER_REQUEST,
+            "items": ref("NewUser"),
+            "xml": {"name": "users", "wrapped": True},
+        },
+        "The users to create, all or none",
+    )
+
+
+def _ok(description: str, schema: Json, headers: Json | None = None) -> Json:
+    response: Json = {"description": description, "schema": schema}
+    if headers:
+        response["headers"] = headers
+    return response
+
+
+def _message(text: str) -> Json:
+    return _ok(f"successful operation: an ApiResponse with code 200 and {text}", ref("ApiResponse"))
+
+
+PETS_RESPONSE = _ok(
+    "successful operation",
+    {"type": "array", "items": ref("Pet"), "xml": {"name": "pets", "wrapped": True}},
+    {NEXT_PAGE_HEADER: {"type": "string", "description": f"More pets match: send it as {PAGE_TOKEN_PARAM}"}},
+)
+
+INVALID_ID = "Invalid ID supplied"
+PET_NOT_FOUND = "Pet not found"
+ORDER_NOT_FOUND = "Order not found"
+USER_NOT_FOUND = "User not found"
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    method: str
+    path: str
+    """Under the basePath, e.g. /pet/{petId}."""
+    operation_id: str
+    tag: str
+    summary: str
+    success: Json
+    errors: Mapping[int, str]
+    """The statuses particular to the operation; the derived ones are added by `_render`."""
+    parameters: tuple[Json, ...] = ()
+    consumes: tuple[str, ...] = ()
+    description: str = ""
+
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        "post",
+        "/pet",
+        "addPet",
+        "pet",
+        "Add a new pet to the store",
+        _ok("successful operation: the stored pet", ref("Pet")),
+        {400: "Malformed body", 405: "Invalid input", 409: "A pet with this id exists"},
+        (_body(ref("Pet"), "The pet to add; the store picks the id when none is given"),),
+        BODY_MEDIA_TYPES,
+    ),
+    Operation(
+        "put",
+        "/pet",
+        "updatePet",
+        "pet",
+        "Update an existing pet",
+        _ok("successful operation: the stored pet", ref("Pet")),
+        {400: "Malformed body", 404: PET_NOT_FOUND, 405: "Validation exception (id is required)"},
+        (_body(ref("Pet"), "The pet, with its id; every field is replaced"),),
+        BODY_MEDIA_TYPES,
+    ),
+    Operation(
+        "get",
+        "/pet/findByStatus",
+        "findPetsByStatus",
+        "pet",
+        "Finds Pets by status",
+        PETS_RESPONSE,
+        {400: "Invalid status value, limit or pageToken"},
+        (
+            {
+                "name": "status",
+                "in": "query",
+                "description": "Status values to match; repeat the parameter or separate values by commas",
+                "required": True,
+                "type": "array",
+                "minItems": 1,
+                "items": {"type": "string", "enum": list(PET_STATUSES)},
+                "collectionFormat": "multi",
+            },
+            *PAGING,
+        ),
+        description="Pets in id order, a page at a time.",
+    ),
+    Operation(
+        "get",
+        "/pet/findByTags",
+        "findPetsByTags",
+        "pet",
+        "Finds Pets by tags",
+        PETS_RESPONSE,
+        {400: "Invalid tag value, limit or pageToken"},
+        (
+            {
+                "name": "tags",
+                "in": "query",
+                "description": "Tag names to match (any of them); repeat the parameter or separate by commas",
+                "required": True,
+                "type": "array",
+                "minItems": 1,
+                "maxItems": MAX_TAG_NAME_FILTERS,
+                "items": {"type": "string", "minLength": 1, "maxLength": MAX_PET_NAME_CHARS},
+                "collectionFormat": "multi",
+            },
+            *PAGING,
+        ),
+        description="Pets in id order, a page at a time.",
+    ),
+    Operation(
+        "get",
+        "/pet/{petId}",
+        "getPetById",
+        "pet",
+        "Find pet by ID",
+        _ok("successful operation", ref("Pet")),
+        {400: INVALID_ID, 404: PET_NOT_FOUND},
+        (PET_ID,),
+    ),
+    Operation(
+        "post",
+        "/pet/{petId}",
+        "updatePetWithForm",
+        "pet",
+        "Updates a pet in the store with form data",
+        _message("the pet's id as message"),
+        {400: "Invalid ID or form supplied", 404: PET_NOT_FOUND, 405: "Invalid input"},
+        (
+            PET_ID,
+            {
+                "name": "name",
+                "in": "formData",
+                "description": "New name of the pet",
+                "required": False,
+                "type": "string",
+                "maxLength": MAX_PET_NAME_CHARS,
+            },
+            {
+                "name": "status",
+                "in": "formData",
+                "description": "New status of the pet",
+                "required": False,
+                "type": "string",
+                "enum": list(PET_STATUSES),
+            },
+        ),
+        (FORM, MULTIPART),
+        description="Only the fields sent change.",
+    ),
+    Operation(
+        "delete",
+        "/pet/{petId}",
+        "deletePet",
+        "pet",
+        "Deletes a pet",
+        _message("the pet's id as message"),
+        {400: INVALID_ID, 404: PET_NOT_FOUND},
+        (PET_ID,),
+    ),
+    Operation(
+        "post",
+        "/pet/{petId}/uploadImage",
+        "uploadFile",
+        "pet",
+        "uploads an image",
+        _message("the stored image's id and size in message"),
+        {400: "Invalid ID, form or image (PNG, JPEG, GIF or WebP only)", 404: PET_NOT_FOUND},
+        (
+            PET_ID,
+            {
+                "name": "additionalMetadata",
+                "in": "formData",
+                "description": "Additional data to pass to server",
+                "required": False,
+                "type": "string",
+                "maxLength": MAX_IMAGE_METADATA_CHARS,
+            },
+            {
+                "name": "file",
+                "in": "formData",
+                "description": "The image; its bytes must match its Content-Type",
+                "required": True,
+                "type": "file",
+            },
+        ),
+        (MULTIPART,),
+    ),
+    Operation(
+        "get",
+        "/store/inventory",
+        "getInventory",
+        "store",
+        "Returns pet inventories by status",
+        _ok("successful operation", ref("Inventory")),
+        {},
+    ),
+    Operation(
+        "post",
+        "/store/order",
+        "placeOrder",
+        "store",
+        "Place an order for a pet",
+        _ok("successful operation: the stored order", ref("Order")),
+        {400: "Invalid Order", 404: "No pet with this petId", 409: "An order with this id exists"},
+        (_body(ref("Order"), "The order; the store picks the id when none is given"),),
+        BODY_MEDIA_TYPES,
+    ),
+    Operation(
+        "get",
+        "/store/order/{orderId}",
+        "getOrderById",
+        "store",
+        "Find purchase order by ID",
+        _ok("successful operation", ref("Order")),
+        {400: INVALID_ID, 404: ORDER_NOT_FOUND},
+        (ORDER_ID,),
+    ),
+    Operation(
+        "delete",
+        "/store/order/{orderId}",
+        "deleteOrder",
+        "store",
+        "Delete purchase order by ID",
+        _message("the order's id as message"),
+        {400: INVALID_ID, 404: ORDER_NOT_FOUND},
+        (ORDER_ID,),
+    ),
+    Operation(
+        "post",
+        "/user",
+        "createUser",
+        "user",
+        "Create user",
+        _message("the new user's id as message"),
+        {400: "Invalid user", 409: "The username or id is taken"},
+        (_body(ref("NewUser"), "The user to create"),),
+        BODY_MEDIA_TYPES,
+        description="Open to everyone: this is how one signs up.",
+    ),
+    Operation(
+        "post",
+        "/user/createWithArray",
+        "createUsersWithArrayInput",
+        "user",
+        "Creates list of users with given input array",
+        _message('"ok" as message'),
+        {400: "Invalid users (the message names the first)", 409: "A username or id is taken"},
+        (_users_body(),),
+        BODY_MEDIA_TYPES,
+    ),
+    Operation(
+        "post",
+        "/user/createWithList",
+        "createUsersWithListInput",
+        "user",
+        "Creates list of users with given input array",
+        _message('"ok" as message'),
+        {400: "Invalid users (the message names the first)", 409: "A username or id is taken"},
+        (_users_body(),),
+        BODY_MEDIA_TYPES,
+    ),
+    Operation(
+        "get",
+        "/user/login",
+        "loginUser",
+        "user",
+        "Logs user into the system",
+        _ok(
+            "successful operation: message is `logged in user session:<token>`; send the token "
+            "as api_key until it expires or you log out",
+            ref("ApiResponse"),
+            {
+                "X-Rate-Limit": _int32(
+                    description="calls per hour allowed by the user: the tightest of "
+                    "LOGIN_RATE_LIMIT_PER_MINUTE x 60 and RATE_LIMIT_PER_SECOND x 3600; "
+                    "absent when both limits are off"
+                ),
+                "X-Expires-After": {
+                    "type": "string",
+                    "format": "date-time",
+                    "description": "date in UTC when the session expires",
+                },
+            },
+        ),
+        {400: "Invalid username/password supplied", 404: USER_NOT_FOUND},
+        (
+            {
+                "name": "username",
+                "in": "query",
+                "description": "The user name for login",
+                "required": True,
+                "type": "string",
+                "minLength": 1,
+            },
+            {
+                "name": "password",
+                "in": "query",
+                "description": "The password for login in clear text",
+                "required": True,
+                "type": "string",
+                "minLength": 1,
+            },
+        ),
+    ),
+    Operation(
+        "get",
+        "/user/logout",
+        "logoutUser",
+        "user",
+        "Logs out current logged in user session",
+        _message('"ok" as message'),
+        {},
+        (
+            {
+                "name": "api_key",
+                "in": "header",
+                "description": "The session token to end; anything else is ignored",
+                "required": False,
+                "type": "string",
+            },
+        ),
+        description="Ends the session sent as api_key, if it is one; ok in every case.",
+    ),
+    Operation(
+        "get",
+        "/user/{username}",
+        "getUserByName",
+        "user",
+        "Get user by user name",
+        _ok("successful operation", ref("User")),
+        {400: "Invalid username supplied", 404: USER_NOT_FOUND},
+        (USERNAME,),
+    ),
+    Operation(
+        "put",
+        "/user/{username}",
+        "updateUser",
+        "user",
+        "Updated user",
+        _message("the user's id as message"),
+        {
+            400: "Invalid user supplied",
+            403: "A session may change only its own user",
+            404: USER_NOT_FOUND,
+            409: "The new username is taken",
+        },
+        (USERNAME, _body(ref("UserUpdate"), "The user's new fields")),
+        BODY_MEDIA_TYPES,
+        description="A static api key may change any user; a session only its own.",
+    ),
+    Operation(
+        "delete",
+        "/user/{username}",
+        "deleteUser",
+        "user",
+        "Delete user",
+        _message("the username as message"),
+        {
+            400: "Invalid username supplied",
+            403: "A session may delete only its own user",
+            404: USER_NOT_FOUND,
+        },
+        (USERNAME,),
+        description="A static api key may delete any user; a session only its own.",
+    ),
+)
+
+
+def _derived_errors(op: Operation, max_body_bytes: int) -> dict[int, str]:
+    errors: dict[int, str] = {}
+    if needs_api_key(op.method.upper(), API_PREFIX + op.path):
+        errors[401] = "api_key missing, unknown, expired or logged out"
+    if op.consumes:
+        errors[413] = f"Request body larger than {max_body_bytes} bytes"
+        errors[415] = f"Content-Type missing or not one of {', '.join(op.consumes)}"
+    offered = ", ".join(t.content_type for t in OFFERED)
+    errors[406] = f"Accept allows none of {offered} (the error is then JSON)"
+    errors[429] = "Too many requests from this client, or a service at capacity: retry later"
+    errors[503] = "A service is unavailable or did not answer in time"
+    return errors
+
+
+def _render(op: Operation, max_body_bytes: int) -> Json:
+    errors = {**_derived_errors(op, max_body_bytes), **op.errors}
+    responses: Json = {"200": op.success}
+    for status in sorted(errors):
+        responses[str(status)] = {"description": errors[status], "schema": ref("ApiResponse")}
+    responses["429"]["headers"] = {"Retry-After": _int32(minimum=1, description="Seconds to wait")}
+    rendered: Json = {"tags": [op.tag], "summary": op.summary}
+    if op.description:
+        rendered["description"] = op.description
+    rendered["operationId"] = op.operation_id
+    if op.consumes:
+        rendered["consumes"] = list(op.consumes)
+    rendered["produces"] = list(BODY_MEDIA_TYPES)
+    rendered["parameters"] = [dict(parameter) for parameter in op.parameters]
+    rendered["responses"] = responses
+    if needs_api_key(op.method.upper(), API_PREFIX + op.path):
+        rendered["security"] = [{API_KEY_SCHEME: []}]
+    return rendered
+
+
+DESCRIPTION = """\
+The classic Petstore v2 interface, served by a gateway in front of the pet, order and user \
+services.
+
+- JSON or XML both ways: choose the answer with `Accept`, declare a body with `Content-Type`.
+- Every write needs the `api_key` header (a static key, or the token `GET /user/login` returns) \
+except `POST /user`; every read is open.
+- Every error has one shape, an ApiResponse `{code, type: "error", message}`.
+"""
+
+
+def build_swagger(*, max_body_bytes: int) -> Json:
+    """The whole Swagger 2.0 document. No host: clients use the one they fetched it from."""
+    paths: Json = {}
+    for op in OPERATIONS:
+        paths.setdefault(op.path, {})[op.method] = _render(op, max_body_bytes)
+    return {
+        "swagger": "2.0",
+        "info": {"title": "Petstore", "version": "1.0.0", "description": DESCRIPTION},
+        "basePath": API_PREFIX,
+        "tags": [
+            {"name": "pet", "description": "Pets, their photos and their status"},
+            {"name": "store", "description": "Orders and the inventory"},
+            {"name": "user", "description": "Accounts and sessions"},
+        ],
+        "paths": paths,
+        "securityDefinitions": {API_KEY_SCHEME: {"type": "apiKey", "name": "api_key", "in": "header"}},
+        "definitions": definitions(),
+    }

@@ -1,0 +1,150 @@
+"""Rate limits: a token bucket per client, and one per username on login.
+
+The buckets are pyrate-limiter's `StateBucket` with its `TokenBucket` algorithm: a few numbers
+per key (not an entry per request), a non-blocking `put`, and the exact wait on refusal. What
+pyrate-limiter leaves to us is the keyed, bounded, in-process map of buckets:
+
+- keys are keyed BLAKE2b digests, never the raw api_key, address or username;
+- a bucket idle long enough to have refilled completely is the same as a new one, so it is
+  dropped (oldest first, a little on every call): memory follows the clients active lately;
+- past `max_entries` the least recently used bucket is dropped even if not yet full, so
+  memory stays bounded under any number of distinct clients (that client starts afresh).
+
+Everything runs on the event loop without awaiting, so each check is atomic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyrate_limiter import Duration, Rate, RateItem, StateBucket, TokenBucket
+
+from petstore_gateway.errors import ApiError
+
+MAX_ENTRIES = 10_000
+"""Buckets kept per limit; about 0.6 KB each."""
+
+Clock = Callable[[], int]
+"""Milliseconds from an arbitrary start (monotonic)."""
+
+
+def monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+@dataclass(slots=True)
+class _Entry:
+    bucket: StateBucket
+    last_seen_ms: int
+
+
+class KeyedLimiter:
+    """One token bucket per key: `rate.burst` tokens, refilled at `rate.limit` per `rate.interval`."""
+
+    def __init__(self, rate: Rate, *, max_entries: int = MAX_ENTRIES, clock: Clock = monotonic_ms) -> None:
+        self._rate = rate
+        self._algorithm = TokenBucket()
+        self._max_entries = max_entries
+        self._clock = clock
+        # After this long without a request a bucket is full again: forgetting it changes nothing.
+        self._refill_ms = math.ceil(rate.burst * rate.interval / rate.limit)
+        self._salt = os.urandom(16)
+        self._entries: OrderedDict[bytes, _Entry] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _digest(self, key: str) -> bytes:
+        return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16, key=self._salt).digest()
+
+    def acquire(self, key: str) -> int | None:
+        """Spend one token of `key`'s bucket: None when admitted, else the seconds to wait (>= 1)."""
+        now = self._clock()
+        self._forget_idle(now)
+        digest = self._digest(key)
+        entry = self._entries.get(digest)
+        if entry is None:
+            entry = _Entry(StateBucket([self._rate], self._algorithm), now)
+            self._entries[digest] = entry
+            while len(self._entries) > self._max_entries:
+                self._entries.popitem(last=False)
+        else:
+            self._entries.move_to_end(digest)
+            entry.last_seen_ms = now
+        item = RateItem("request", now)
+        if entry.bucket.put(item) is True:
+            return None
+        wait_ms = entry.bucket.waiting(item)
+        assert isinstance(wait_ms, int)  # an in-memory store answers synchronously
+        return max(1, math.ceil(wait_ms / 1000))
+
+    def _forget_idle(self, now: int) -> None:
+        while self._entries:
+            oldest = next(iter(self._entries.values()))
+            if now - oldest.last_seen_ms < self._refill_ms:
+                return
+            self._entries.popitem(last=False)
+
+
+def client_limiter(
+    per_second: int, burst: int, *, max_entries: int = MAX_ENTRIES, clock: Clock = monotonic_ms
+) -> KeyedLimiter | None:
+    """RATE_LIMIT_PER_SECOND / RATE_LIMIT_BURST; None when the rate is 0 (off)."""
+    if per_second <= 0:
+        return None
+    return KeyedLimiter(Rate(per_second, Duration.SECOND, burst=burst), max_entries=max_entries, clock=clock)
+
+
+def login_limiter(
+    per_minute: int, *, max_entries: int = MAX_ENTRIES, clock: Clock = monotonic_ms
+) -> KeyedLimiter | None:
+    """LOGIN_RATE_LIMIT_PER_MINUTE, all of it usable at once; None when 0 (off)."""
+    if per_minute <= 0:
+        return None
+    return KeyedLimiter(Rate(per_minute, Duration.MINUTE), max_entries=max_entries, clock=clock)
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimits:
+    """The gateway's limits; a None limiter is switched off."""
+
+    clients: KeyedLimiter | None
+    logins: KeyedLimiter | None
+    client_per_second: int = 0
+    login_per_minute: int = 0
+
+    @classmethod
+    def create(
+        cls, *, per_second: int, burst: int, login_per_minute: int, clock: Clock = monotonic_ms
+    ) -> RateLimits:
+        return cls(
+            clients=client_limiter(per_second, burst, clock=clock),
+            logins=login_limiter(login_per_minute, clock=clock),
+            client_per_second=max(per_second, 0),
+            login_per_minute=max(login_per_minute, 0),
+        )
+
+    def login_allowance_per_hour(self) -> int | None:
+        """Logins per hour one user may make (login's X-Rate-Limit); None when nothing limits them."""
+        allowances = [
+            per_hour
+            for per_hour, limiter in (
+                (self.login_per_minute * 60, self.logins),
+                (self.client_per_second * 3600, self.clients),
+            )
+            if limiter is not None
+        ]
+        return min(allowances) if allowances else None
+
+
+def too_many(retry_after: int, what: str) -> ApiError:
+    """429 with Retry-After in whole seconds and the ApiResponse error body."""
+    return ApiError(
+        429, f"too many {what}; retry after {retry_after} s", headers={"Retry-After": str(retry_after)}
+    )

@@ -1,0 +1,66 @@
+"""Serving the app until SIGINT or SIGTERM, then stopping without cutting requests off.
+
+aiohttp's run_app stops reading from every connection as soon as shutdown starts, so a
+request whose body is still arriving at that moment is lost. Here the stop comes in two steps:
+close the listening socket (new connections are refused, so clients and load balancers go
+elsewhere), wait until the requests already started have been answered (at most the grace
+period), and only then let aiohttp close the connections and run the clean-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+
+log = logging.getLogger(__name__)
+
+
+class InFlight:
+    """Counts the requests being handled; `idle()` resolves when there are none."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        self.count += 1
+        self._idle.clear()
+        try:
+            return await handler(request)
+        finally:
+            self.count -= 1
+            if self.count == 0:
+                self._idle.set()
+
+    async def idle(self) -> None:
+        await self._idle.wait()
+
+
+async def serve(app: web.Application, *, host: str, port: int, grace_seconds: float) -> None:
+    """Serve `app` on host:port until SIGINT or SIGTERM, then drain and stop."""
+    in_flight = InFlight()
+    app.middlewares.insert(0, in_flight.middleware)  # outermost: counts every request
+    runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=grace_seconds)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        log.info("serving", extra={"host": host, "port": port})
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        await stop.wait()
+        log.info("stopping", extra={"in_flight": in_flight.count, "grace_seconds": grace_seconds})
+        await site.stop()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(in_flight.idle(), timeout=grace_seconds)
+    finally:
+        await runner.cleanup()

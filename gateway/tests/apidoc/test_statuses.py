@@ -1,0 +1,402 @@
+"""Every status the gateway answers an operation with is one its description lists.
+
+Each operation is driven through the fake services with a valid request and with bad ones,
+and the status that comes back must be the expected one and a documented one, in both
+documents.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import grpc
+import jwt
+import pytest
+
+from petstore.order.v1 import order_pb2
+from petstore.user.v1 import user_pb2
+from petstore_gateway.clients import ServiceClients
+from petstore_gateway.settings import GatewaySettings
+
+from ..conftest import STATIC_KEY, Client, serve_gateway
+from ..fakes import FakeBackend, StoredUser, issue_token
+from .described import both_documents, operations, statuses
+
+KEY = {"api_key": STATIC_KEY}
+PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 32
+PET = {"name": "Rex", "photoUrls": ["http://img/1.png"]}
+NEW_USER = {"username": "cat", "email": "cat@example.com", "password": "pw-123456"}
+BODY_TYPES = {"application/json", "application/xml"}
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request: `kwargs` is made afresh for every send (a FormData is single-use)."""
+
+    method: str
+    route: str
+    url: str
+    kwargs: Callable[[], dict[str, Any]] = field(default=dict)
+
+    async def send(self, client: Client, **changes: Any) -> aiohttp.ClientResponse:
+        kwargs = {**self.kwargs(), **changes}
+        return await client.request(self.method, self.url, **kwargs)
+
+
+def _upload(data: bytes = PNG) -> aiohttp.FormData:
+    form = aiohttp.FormData()
+    form.add_field("file", io.BytesIO(data), filename="p.png", content_type="image/png")
+    return form
+
+
+def _session(user_id: int, username: str) -> str:
+    token, _ = issue_token(user_id, username)
+    return token
+
+
+def _jti(token: str) -> str:
+    jti: str = jwt.decode(token, options={"verify_signature": False})["jti"]
+    return jti
+
+
+CAT_SESSION = _session(3, "cat")
+BOB_SESSION = _session(2, "bob")
+
+VALID = [
+    Call("POST", "/v2/pet", "/v2/pet", lambda: {"json": PET, "headers": KEY}),
+    Call("PUT", "/v2/pet", "/v2/pet", lambda: {"json": {**PET, "id": 1}, "headers": KEY}),
+    Call("GET", "/v2/pet/findByStatus", "/v2/pet/findByStatus", lambda: {"params": {"status": "available"}}),
+    Call("GET", "/v2/pet/findByTags", "/v2/pet/findByTags", lambda: {"params": {"tags": "cute"}}),
+    Call("GET", "/v2/pet/{petId}", "/v2/pet/1"),
+    Call("POST", "/v2/pet/{petId}", "/v2/pet/1", lambda: {"data": {"name": "Max"}, "headers": KEY}),
+    Call("DELETE", "/v2/pet/{petId}", "/v2/pet/1", lambda: {"headers": KEY}),
+    Call(
+        "POST",
+        "/v2/pet/{petId}/uploadImage",
+        "/v2/pet/1/uploadImage",
+        lambda: {"data": _upload(), "headers": KEY},
+    ),
+    Call("GET", "/v2/store/inventory", "/v2/store/inventory"),
+    Call("POST", "/v2/store/order", "/v2/store/order", lambda: {"json": {"petId": 1}, "headers": KEY}),
+    Call("GET", "/v2/store/order/{orderId}", "/v2/store/order/1"),
+    Call("DELETE", "/v2/store/order/{orderId}", "/v2/store/order/1", lambda: {"headers": KEY}),
+    Call("POST", "/v2/user", "/v2/user", lambda: {"json": NEW_USER}),
+    Call(
+        "POST",
+        "/v2/user/createWithArray",
+        "/v2/user/createWithArray",
+        lambda: {"json": [NEW_USER], "headers": KEY},
+    ),
+    Call(
+        "POST",
+        "/v2/user/createWithList",
+        "/v2/user/createWithList",
+        lambda: {"json": [NEW_USER], "headers": KEY},
+    ),
+    Call(
+        "GET", "/v2/user/login", "/v2/user/login", lambda: {"params": {"username": "ann", "password": "pw"}}
+    ),
+    Call("GET", "/v2/user/logout", "/v2/user/logout", lambda: {"headers": {"api_key": CAT_SESSION}}),
+    Call("GET", "/v2/user/{username}", "/v2/user/ann"),
+    Call(
+        "PUT",
+        "/v2/user/{username}",
+        "/v2/user/ann",
+        lambda: {"json": {"username": "ann", "email": "a@example.com"}, "headers": KEY},
+    ),
+    Call("DELETE", "/v2/user/{username}", "/v2/user/ann", lambda: {"headers": KEY}),
+]
+CALLS = {(call.method, call.route): call for call in VALID}
+
+
+def _seed(backend: FakeBackend) -> None:
+    """Pet 1, order 1, users ann (1) and bob (2), and open sessions for bob and cat; nothing else."""
+    backend.pet.pets.clear()
+    backend.order.orders.clear()
+    backend.user.users.clear()
+    backend.pet.add(1, "Rex", tags=("cute",))
+    backend.order.orders[1] = order_pb2.Order(id=1, pet_id=1, quantity=1)
+    for user_id, name in ((1, "ann"), (2, "bob")):
+        user = user_pb2.User(id=user_id, username=name, email=f"{name}@example.com")
+        backend.user.users[name] = StoredUser(user, "pw")
+    backend.user.sessions.update({_jti(CAT_SESSION), _jti(BOB_SESSION)})
+
+
+@pytest.fixture
+async def documents(client: Client) -> dict[str, dict[str, Any]]:
+    return await both_documents(client)
+
+
+def _assert_documented(documents: dict[str, dict[str, Any]], call: Call, status: int) -> None:
+    for name, document in documents.items():
+        assert status in statuses(document, call.method, call.route), (name, call.method, call.route, status)
+
+
+async def test_the_calls_cover_every_described_operation(documents: dict[str, dict[str, Any]]) -> None:
+    assert set(CALLS) == set(operations(documents["swagger"]))
+
+
+async def test_valid_calls_succeed(client: Client, backend: FakeBackend) -> None:
+    for call in VALID:
+        _seed(backend)
+        response = await call.send(client)
+        assert response.status == 200, (call.route, await response.text())
+
+
+async def test_without_an_api_key_secured_operations_are_401(
+    client: Client, backend: FakeBackend, documents: dict[str, dict[str, Any]]
+) -> None:
+    _seed(backend)
+    secured = [
+        call for call in VALID if "security" in operations(documents["swagger"])[(call.method, call.route)]
+    ]
+    assert len(secured) == 11
+    for call in secured:
+        headers = {k: v for k, v in call.kwargs().get("headers", {}).items() if k != "api_key"}
+        response = await call.send(client, headers=headers)
+        assert response.status == 401, call.route
+        _assert_documented(documents, call, 401)
+
+
+async def test_an_accept_we_cannot_meet_is_406_everywhere(
+    client: Client, backend: FakeBackend, documents: dict[str, dict[str, Any]]
+) -> None:
+    _seed(backend)
+    for call in VALID:
+        response = await call.send(
+            client, headers={**call.kwargs().get("headers", {}), "Accept": "text/html"}
+        )
+        assert response.status == 406, call.route
+        _assert_documented(documents, call, 406)
+
+
+def _body_calls(documents: dict[str, dict[str, Any]]) -> list[Call]:
+    return [
+        call for call in VALID if "consumes" in operations(documents["swagger"])[(call.method, call.route)]
+    ]
+
+
+async def test_a_body_of_the_wrong_type_is_415_and_too_large_413(
+    client: Client, backend: FakeBackend, settings: GatewaySettings, documents: dict[str, dict[str, Any]]
+) -> None:
+    _seed(backend)
+    calls = _body_calls(documents)
+    assert len(calls) == 9
+    for call in calls:
+        consumed = operations(documents["swagger"])[(call.method, call.route)]["consumes"]
+        headers = {**call.kwargs().get("headers", {}), "Content-Type": "text/plain"}
+        response = await call.send(client, data=io.BytesIO(b"name=x"), headers=headers, json=None)
+        assert response.status == 415, call.route
+        _assert_documented(documents, call, 415)
+        too_much = b"x" * (settings.max_body_bytes + 1)
+        if consumed == ["multipart/form-data"]:  # a real part, or the form is just malformed
+            del headers["Content-Type"]
+            response = await call.send(client, data=_upload(too_much), headers=headers)
+        else:
+            headers["Content-Type"] = consumed[0]
+            response = await call.send(client, data=io.BytesIO(too_much), headers=headers, json=None)
+        assert response.status == 413, call.route
+        _assert_documented(documents, call, 413)
+
+
+def _json(body: Any) -> dict[str, Any]:
+    return {"json": body, "headers": KEY}
+
+
+def _xml(body: bytes) -> dict[str, Any]:
+    return {"data": body, "headers": {**KEY, "Content-Type": "application/xml"}}
+
+
+BAD_INPUT: list[tuple[str, str, str, dict[str, Any], int]] = [
+    # (method, route, url, request, expected status)
+    (
+        "POST",
+        "/v2/pet",
+        "/v2/pet",
+        {"data": b"{", "headers": {**KEY, "Content-Type": "application/json"}},
+        400,
+    ),
+    ("POST", "/v2/pet", "/v2/pet", _xml(b"<Pet><name>"), 400),
+    ("POST", "/v2/pet", "/v2/pet", {"headers": {**KEY, "Content-Type": "application/json"}}, 400),
+    ("POST", "/v2/pet", "/v2/pet", _json({"name": "Rex"}), 405),
+    ("POST", "/v2/pet", "/v2/pet", _xml(b"<Pet><id>x</id></Pet>"), 405),
+    ("POST", "/v2/pet", "/v2/pet", _json({**PET, "id": 1}), 409),
+    ("PUT", "/v2/pet", "/v2/pet", _json(PET), 405),
+    ("PUT", "/v2/pet", "/v2/pet", _json({**PET, "id": 99}), 404),
+    (
+        "PUT",
+        "/v2/pet",
+        "/v2/pet",
+        {"data": b"[", "headers": {**KEY, "Content-Type": "application/json"}},
+        400,
+    ),
+    ("GET", "/v2/pet/findByStatus", "/v2/pet/findByStatus", {}, 400),
+    ("GET", "/v2/pet/findByStatus", "/v2/pet/findByStatus", {"params": {"status": "lost"}}, 400),
+    (
+        "GET",
+        "/v2/pet/findByStatus",
+        "/v2/pet/findByStatus",
+        {"params": {"status": "sold", "limit": "0"}},
+        400,
+    ),
+    (
+        "GET",
+        "/v2/pet/findByStatus",
+        "/v2/pet/findByStatus",
+        {"params": {"status": "sold", "pageToken": "?"}},
+        400,
+    ),
+    ("GET", "/v2/pet/findByTags", "/v2/pet/findByTags", {"params": {"tags": ","}}, 400),
+    ("GET", "/v2/pet/findByTags", "/v2/pet/findByTags", {"params": {"tags": "a", "limit": "1001"}}, 400),
+    ("GET", "/v2/pet/{petId}", "/v2/pet/abc", {}, 400),
+    ("GET", "/v2/pet/{petId}", "/v2/pet/0", {}, 400),
+    ("GET", "/v2/pet/{petId}", "/v2/pet/99", {}, 404),
+    ("POST", "/v2/pet/{petId}", "/v2/pet/abc", {"data": {"name": "x"}, "headers": KEY}, 400),
+    ("POST", "/v2/pet/{petId}", "/v2/pet/99", {"data": {"name": "x"}, "headers": KEY}, 404),
+    ("POST", "/v2/pet/{petId}", "/v2/pet/1", {"data": {"status": "lost"}, "headers": KEY}, 405),
+    ("POST", "/v2/pet/{petId}", "/v2/pet/1", {"data": {"name": ""}, "headers": KEY}, 405),
+    ("DELETE", "/v2/pet/{petId}", "/v2/pet/-1", {"headers": KEY}, 400),
+    ("DELETE", "/v2/pet/{petId}", "/v2/pet/99", {"headers": KEY}, 404),
+    (
+        "POST",
+        "/v2/pet/{petId}/uploadImage",
+        "/v2/pet/1/uploadImage",
+        {"data": aiohttp.FormData({"x": "1"}, default_to_multipart=True), "headers": KEY},
+        400,
+    ),
+    (
+        "POST",
+        "/v2/pet/{petId}/uploadImage",
+        "/v2/pet/x/uploadImage",
+        {"data": _upload(), "headers": KEY},
+        400,
+    ),
+    (
+        "POST",
+        "/v2/pet/{petId}/uploadImage",
+        "/v2/pet/99/uploadImage",
+        {"data": _upload(), "headers": KEY},
+        404,
+    ),
+    ("POST", "/v2/store/order", "/v2/store/order", _json({"petId": 1, "quantity": 0}), 400),
+    (
+        "POST",
+        "/v2/store/order",
+        "/v2/store/order",
+        _json({"petId": 1, "shipDate": "2024-01-01T00:00:00"}),
+        400,
+    ),
+    ("POST", "/v2/store/order", "/v2/store/order", _json({"petId": 1, "status": "lost"}), 400),
+    ("POST", "/v2/store/order", "/v2/store/order", _xml(b"<Order><quantity>2</quantity></Order>"), 400),
+    ("POST", "/v2/store/order", "/v2/store/order", _json({"petId": 99}), 404),
+    ("GET", "/v2/store/order/{orderId}", "/v2/store/order/1.5", {}, 400),
+    ("GET", "/v2/store/order/{orderId}", "/v2/store/order/99", {}, 404),
+    ("DELETE", "/v2/store/order/{orderId}", "/v2/store/order/x", {"headers": KEY}, 400),
+    ("DELETE", "/v2/store/order/{orderId}", "/v2/store/order/99", {"headers": KEY}, 404),
+    ("POST", "/v2/user", "/v2/user", {"json": {"username": "x"}}, 400),
+    ("POST", "/v2/user", "/v2/user", {"json": {**NEW_USER, "email": "no-at"}}, 400),
+    ("POST", "/v2/user", "/v2/user", {"json": {**NEW_USER, "username": "ann"}}, 409),
+    ("POST", "/v2/user/createWithArray", "/v2/user/createWithArray", _json([]), 400),
+    ("POST", "/v2/user/createWithArray", "/v2/user/createWithArray", _json(NEW_USER), 400),
+    ("POST", "/v2/user/createWithList", "/v2/user/createWithList", _json([{"username": "x"}]), 400),
+    ("GET", "/v2/user/login", "/v2/user/login", {"params": {"username": "ann"}}, 400),
+    ("GET", "/v2/user/login", "/v2/user/login", {"params": {"username": "ann", "password": "wrong"}}, 400),
+    ("GET", "/v2/user/login", "/v2/user/login", {"params": {"username": "zed", "password": "pw"}}, 404),
+    ("GET", "/v2/user/{username}", "/v2/user/zed", {}, 404),
+    ("PUT", "/v2/user/{username}", "/v2/user/ann", _json({"email": 5}), 400),
+    ("PUT", "/v2/user/{username}", "/v2/user/zed", _json({"email": "z@example.com"}), 404),
+    ("PUT", "/v2/user/{username}", "/v2/user/ann", _json({"username": "bob"}), 409),
+    ("PUT", "/v2/user/{username}", "/v2/user/ann", {"json": {}, "headers": {"api_key": BOB_SESSION}}, 403),
+    ("DELETE", "/v2/user/{username}", "/v2/user/zed", {"headers": KEY}, 404),
+    ("DELETE", "/v2/user/{username}", "/v2/user/ann", {"headers": {"api_key": BOB_SESSION}}, 403),
+]
+
+
+@pytest.mark.parametrize(
+    ("method", "route", "url", "request_kwargs", "expected"),
+    BAD_INPUT,
+    ids=[f"{m} {u} {s}" for m, _, u, _, s in BAD_INPUT],
+)
+async def test_bad_input_gets_a_documented_status(
+    client: Client,
+    backend: FakeBackend,
+    documents: dict[str, dict[str, Any]],
+    method: str,
+    route: str,
+    url: str,
+    request_kwargs: dict[str, Any],
+    expected: int,
+) -> None:
+    _seed(backend)
+    call = Call(method, route, url)
+    response = await call.send(client, **request_kwargs)
+    assert response.status == expected, await response.text()
+    _assert_documented(documents, call, expected)
+
+
+# ---------------------------------------------------------------------------------------
+# Services that refuse: every operation answers 429 or 503, and says so in its description
+
+
+class _Refuse(grpc.GenericRpcHandler):
+    """Answers every method of every service with one status."""
+
+    def __init__(self, code: grpc.StatusCode) -> None:
+        self.code = code
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler[Any, Any]:
+        async def refuse(request: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
+            await context.abort(self.code, "refused")
+
+        return grpc.unary_unary_rpc_method_handler(refuse)
+
+
+@pytest.fixture(
+    params=[
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+    ]
+)
+def refusal(request: pytest.FixtureRequest) -> grpc.StatusCode:
+    code: grpc.StatusCode = request.param
+    return code
+
+
+@pytest.fixture
+async def refused(settings: GatewaySettings, refusal: grpc.StatusCode) -> AsyncIterator[Client]:
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers([_Refuse(refusal)])
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    address = f"127.0.0.1:{port}"
+    clients = ServiceClients.connect(pet_addr=address, order_addr=address, user_addr=address)
+    try:
+        async for served in serve_gateway(settings, clients):
+            yield served
+    finally:
+        await server.stop(None)
+
+
+EXPECTED = {
+    grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
+    grpc.StatusCode.UNAVAILABLE: 503,
+    grpc.StatusCode.DEADLINE_EXCEEDED: 503,
+}
+
+
+async def test_every_operation_documents_what_refusing_services_make_it_answer(
+    refused: Client, refusal: grpc.StatusCode
+) -> None:
+    documents = await both_documents(refused)
+    sent: Callable[[Call], Awaitable[aiohttp.ClientResponse]] = lambda call: call.send(refused)  # noqa: E731
+    for call in VALID:
+        response = await sent(call)
+        assert response.status == EXPECTED[refusal], (call.route, await response.text())
+        _assert_documented(documents, call, response.status)
+        if response.status == 429:
+            assert response.headers["Retry-After"] == "1"

@@ -1,0 +1,231 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aiohttp import web
+from openapi_spec_validator import validate
+
+from petstore_gateway.apidoc import DOCUMENT_ROUTES
+from petstore_gateway.apidoc.swagger import build_swagger
+from petstore_gateway.representations.api_response import API_RESPONSE
+from petstore_gateway.representations.inventory import INVENTORY
+from petstore_gateway.representations.order import ORDER, ORDER_STATUSES
+from petstore_gateway.representations.pet import PET, PET_STATUSES, PETS
+from petstore_gateway.representations.shapes import Document, ListOf, Obj, Scalar
+from petstore_gateway.representations.user import USER, USERS
+
+from ..conftest import Client
+from .described import both_documents, operations, statuses
+
+NOT_DESCRIBED = frozenset({"/livez", "/readyz", "/metrics"}) | DOCUMENT_ROUTES
+DOCUMENTS = pytest.mark.parametrize("name", ["swagger", "openapi"])
+OPEN_WRITES = {("POST", "/v2/user")}
+
+
+def served_operations(app: web.Application) -> set[tuple[str, str]]:
+    """Every (method, route) the app routes, HEAD aside (aiohttp adds it to each GET)."""
+    served = set()
+    for route in app.router.routes():
+        resource = route.resource
+        assert resource is not None
+        if route.method != "HEAD" and resource.canonical not in NOT_DESCRIBED:
+            served.add((route.method, resource.canonical))
+    return served
+
+
+@pytest.fixture
+async def documents(client: Client) -> dict[str, dict[str, Any]]:
+    return await both_documents(client)
+
+
+@DOCUMENTS
+async def test_every_served_operation_is_described_and_every_described_one_served(
+    client: Client, documents: dict[str, dict[str, Any]], name: str
+) -> None:
+    served = served_operations(client.app)
+    assert len(served) == 20
+    assert set(operations(documents[name])) == served
+
+
+@DOCUMENTS
+def test_the_documents_are_valid(documents: dict[str, dict[str, Any]], name: str) -> None:
+    validate(documents[name])
+
+
+def test_the_document_is_built_afresh_each_time_and_stays_valid() -> None:
+    first, second = build_swagger(max_body_bytes=10), build_swagger(max_body_bytes=10)
+    assert first == second
+    assert first is not second
+    validate(first)
+
+
+async def test_no_fixed_host_so_try_it_out_uses_the_one_the_page_came_from(
+    documents: dict[str, dict[str, Any]],
+) -> None:
+    swagger, openapi = documents["swagger"], documents["openapi"]
+    assert "host" not in swagger
+    assert "schemes" not in swagger
+    assert swagger["basePath"] == "/v2"
+    assert openapi["servers"] == [{"url": "/v2"}]
+
+
+@DOCUMENTS
+def test_api_key_security_exactly_on_writes_other_than_sign_up(
+    documents: dict[str, dict[str, Any]], name: str
+) -> None:
+    document = documents[name]
+    secured = {key for key, operation in operations(document).items() if "security" in operation}
+    writes = {key for key in operations(document) if key[0] != "GET"}
+    assert secured == writes - OPEN_WRITES
+    for key in secured:
+        assert operations(document)[key]["security"] == [{"api_key": []}]
+        assert 401 in statuses(document, *key)
+    schemes = document.get("securityDefinitions") or document["components"]["securitySchemes"]
+    assert schemes == {"api_key": {"type": "apiKey", "name": "api_key", "in": "header"}}
+
+
+@DOCUMENTS
+def test_every_error_is_an_api_response_and_every_operation_can_be_refused(
+    documents: dict[str, dict[str, Any]], name: str
+) -> None:
+    for key, operation in operations(documents[name]).items():
+        for status, response in operation["responses"].items():
+            if status == "200":
+                continue
+            schemas = (
+                [response["schema"]]
+                if name == "swagger"
+                else [content["schema"] for content in response["content"].values()]
+            )
+            assert schemas, key
+            assert all(schema["$ref"].endswith("/ApiResponse") for schema in schemas), (key, status)
+        assert {200, 406, 429, 503} <= {int(status) for status in operation["responses"]}, key
+        assert "Retry-After" in operation["responses"]["429"]["headers"]
+
+
+def test_bodies_are_json_or_xml_and_forms_are_forms(documents: dict[str, dict[str, Any]]) -> None:
+    swagger = operations(documents["swagger"])
+    for key, operation in swagger.items():
+        assert operation["produces"] == ["application/json", "application/xml"], key
+        kinds = {parameter["in"] for parameter in operation["parameters"]}
+        if "body" in kinds:
+            assert operation["consumes"] == ["application/json", "application/xml"], key
+            assert {413, 415} <= statuses(documents["swagger"], *key)
+    assert swagger[("POST", "/v2/pet/{petId}/uploadImage")]["consumes"] == ["multipart/form-data"]
+    assert swagger[("POST", "/v2/pet/{petId}")]["consumes"] == [
+        "application/x-www-form-urlencoded",
+        "multipart/form-data",
+    ]
+    upload = documents["openapi"]["paths"]["/pet/{petId}/uploadImage"]["post"]["requestBody"]
+    file_part = upload["content"]["multipart/form-data"]["schema"]["properties"]["file"]
+    assert file_part["format"] == "binary"
+
+
+def test_paging_parameters_and_headers(documents: dict[str, dict[str, Any]]) -> None:
+    openapi = operations(documents["openapi"])
+    for route in ("/v2/pet/findByStatus", "/v2/pet/findByTags"):
+        operation = openapi[("GET", route)]
+        parameters = {parameter["name"]: parameter for parameter in operation["parameters"]}
+        assert parameters["limit"]["schema"] == {
+            "type": "integer",
+            "format": "int32",
+            "minimum": 1,
+            "maximum": 1000,
+            "default": 100,
+        }
+        assert parameters["pageToken"]["schema"] == {"type": "string"}
+        assert "X-Next-Page-Token" in operation["responses"]["200"]["headers"]
+    status = {p["name"]: p for p in openapi[("GET", "/v2/pet/findByStatus")]["parameters"]}["status"]
+    assert (status["style"], status["explode"], status["required"]) == ("form", True, True)
+    assert status["schema"]["items"]["enum"] == list(PET_STATUSES)
+    login = openapi[("GET", "/v2/user/login")]["responses"]["200"]["headers"]
+    assert login["X-Rate-Limit"]["schema"]["type"] == "integer"
+    assert login["X-Expires-After"]["schema"] == {"type": "string", "format": "date-time"}
+
+
+# ---------------------------------------------------------------------------------------
+# The schemas follow the representations that the codecs use
+
+_TYPES = {Scalar.INT: "integer", Scalar.STR: "string", Scalar.BOOL: "boolean"}
+
+
+def _resolve(definitions: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    if "$ref" in schema:
+        resolved: dict[str, Any] = definitions[schema["$ref"].rsplit("/", 1)[-1]]
+        return resolved
+    return schema
+
+
+def _assert_follows(definitions: dict[str, Any], schema: dict[str, Any], shape: Any, where: str) -> None:
+    schema = _resolve(definitions, schema)
+    if isinstance(shape, Scalar):
+        assert schema["type"] == _TYPES[shape], where
+    elif isinstance(shape, ListOf):
+        assert schema["type"] == "array", where
+        assert schema["xml"]["wrapped"] is True, where
+        item = _resolve(definitions, schema["items"])
+        assert item["xml"]["name"] == shape.item_tag, where
+        _assert_follows(definitions, item, shape.item, f"{where}[]")
+    elif isinstance(shape, Obj):
+        assert schema["type"] == "object", where
+        assert set(schema["properties"]) <= set(shape.fields), where
+        for name, property_schema in schema["properties"].items():
+            _assert_follows(definitions, property_schema, shape.fields[name], f"{where}.{name}")
+
+
+@pytest.mark.parametrize(
+    ("definition", "document"),
+    [
+        ("Pet", PET),
+        ("Order", ORDER),
+        ("NewUser", USER),
+        ("UserUpdate", USER),
+        ("User", USER),
+        ("ApiResponse", API_RESPONSE),
+        ("Inventory", INVENTORY),
+    ],
+)
+def test_definitions_follow_the_representations(
+    documents: dict[str, dict[str, Any]], definition: str, document: Document
+) -> None:
+    definitions = documents["swagger"]["definitions"]
+    schema = definitions[definition]
+    assert schema["xml"]["name"] == document.root_tag
+    if isinstance(document.shape, Obj):
+        expected = set(document.shape.fields) - ({"password"} if definition == "User" else set())
+        assert set(schema["properties"]) == expected
+    _assert_follows(definitions, schema, document.shape, definition)
+
+
+def test_lists_are_wrapped_as_the_codecs_write_them(documents: dict[str, dict[str, Any]]) -> None:
+    swagger = operations(documents["swagger"])
+    pets = swagger[("GET", "/v2/pet/findByStatus")]["responses"]["200"]["schema"]
+    assert pets["xml"] == {"name": PETS.root_tag, "wrapped": True}
+    assert isinstance(PETS.shape, ListOf)
+    assert documents["swagger"]["definitions"]["Pet"]["xml"]["name"] == PETS.shape.item_tag
+    for route in ("/v2/user/createWithArray", "/v2/user/createWithList"):
+        (body,) = swagger[("POST", route)]["parameters"]
+        assert body["schema"]["xml"] == {"name": USERS.root_tag, "wrapped": True}
+        assert isinstance(USERS.shape, ListOf)
+        assert documents["swagger"]["definitions"]["NewUser"]["xml"]["name"] == USERS.shape.item_tag
+
+
+def test_constraints_match_what_the_services_check(documents: dict[str, dict[str, Any]]) -> None:
+    definitions = documents["swagger"]["definitions"]
+    pet, order = definitions["Pet"], definitions["Order"]
+    assert pet["required"] == ["name", "photoUrls"]
+    assert pet["properties"]["status"]["enum"] == list(PET_STATUSES)
+    assert pet["properties"]["name"]["maxLength"] == 256
+    assert pet["properties"]["id"] == {
+        "type": "integer",
+        "format": "int64",
+        "minimum": 1,
+        "description": pet["properties"]["id"]["description"],
+    }
+    assert order["required"] == ["petId"]
+    assert order["properties"]["quantity"]["minimum"] == 1
+    assert order["properties"]["status"]["enum"] == list(ORDER_STATUSES)
+    assert order["properties"]["shipDate"]["format"] == "date-time"
+    assert definitions["NewUser"]["required"] == ["username", "email", "password"]
+    assert "password" not in definitions["User"]["properties"]

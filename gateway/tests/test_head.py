@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from petstore.order.v1 import order_pb2
+from petstore.user.v1 import user_pb2
+
+from .conftest import Client
+from .fakes import FakeBackend, StoredUser
+
+# One request per GET route; a new GET route fails the coverage check until it is listed.
+SAMPLES = {
+    "/livez": ["/livez"],
+    "/readyz": ["/readyz"],
+    "/metrics": ["/metrics"],
+    "/v2/pet/findByStatus": ["/v2/pet/findByStatus?status=available&limit=1", "/v2/pet/findByStatus"],
+    "/v2/pet/findByTags": ["/v2/pet/findByTags?tags=cute", "/v2/pet/findByTags?tags="],
+    "/v2/pet/{petId}": ["/v2/pet/1", "/v2/pet/99", "/v2/pet/abc"],
+    "/v2/store/inventory": ["/v2/store/inventory"],
+    "/v2/store/order/{orderId}": ["/v2/store/order/1", "/v2/store/order/2"],
+    "/v2/user/login": ["/v2/user/login?username=ann&password=pw", "/v2/user/login?username=ann"],
+    "/v2/user/logout": ["/v2/user/logout"],
+    "/v2/user/{username}": ["/v2/user/ann", "/v2/user/zed"],
+    "/v2/swagger.json": ["/v2/swagger.json"],
+    "/v2/openapi.json": ["/v2/openapi.json"],
+    "/v2/docs": ["/v2/docs"],
+    "/v2/docs/": ["/v2/docs/"],
+    "/v2/docs/{asset}": ["/v2/docs/swagger-ui.css", "/v2/docs/petstore-initializer.js", "/v2/docs/nope"],
+}
+
+
+def _seed(backend: FakeBackend) -> None:
+    backend.pet.add(1, "Rex", tags=("cute",))
+    backend.pet.add(2, "Max", tags=("cute",))
+    backend.order.orders[1] = order_pb2.Order(id=1, pet_id=1, quantity=1)
+    backend.user.users["ann"] = StoredUser(user_pb2.User(id=1, username="ann", email="a@example.com"), "pw")
+
+
+async def test_every_get_route_answers_head_like_get_without_a_body(
+    client: Client, backend: FakeBackend
+) -> None:
+    _seed(backend)
+    routes = client.app.router.routes()
+    gets = {route.resource.canonical for route in routes if route.method == "GET" and route.resource}
+    heads = {route.resource.canonical for route in routes if route.method == "HEAD" and route.resource}
+    assert gets == heads == set(SAMPLES)
+    seen: set[int] = set()
+    for url in (url for urls in SAMPLES.values() for url in urls):
+        got = await client.get(url, allow_redirects=False)
+        body = await got.read()
+        head = await client.head(url, allow_redirects=False)
+        assert head.status == got.status, url
+        assert await head.read() == b"", url
+        assert head.headers.get("Content-Type") == got.headers.get("Content-Type"), url
+        if got.status == 200 and url != "/metrics":  # the metrics count this very request
+            assert head.headers["Content-Length"] == str(len(body)), url
+        seen.add(got.status)
+    assert {200, 302, 400, 404} <= seen

@@ -1,0 +1,50 @@
+"""InFlight: the count the gateway's drain waits on before it closes connections."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from petstore_gateway.serving import InFlight
+
+
+async def test_idle_waits_for_the_request_being_handled() -> None:
+    in_flight = InFlight()
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(request: web.Request) -> web.Response:
+        entered.set()
+        await release.wait()
+        return web.Response(text="done")
+
+    app = web.Application(middlewares=[in_flight.middleware])
+    app.router.add_get("/slow", slow)
+    async with TestClient(TestServer(app)) as client:
+        await in_flight.idle()  # nothing in flight yet: resolves at once
+        request = asyncio.create_task(client.get("/slow"))
+        await entered.wait()
+        assert in_flight.count == 1
+        idle = asyncio.create_task(in_flight.idle())
+        await asyncio.sleep(0.05)
+        assert not idle.done()
+        release.set()
+        response = await request
+        assert await response.text() == "done"
+        await asyncio.wait_for(idle, timeout=1)
+        assert in_flight.count == 0
+
+
+async def test_a_failing_handler_is_counted_out() -> None:
+    in_flight = InFlight()
+
+    async def broken(request: web.Request) -> web.Response:
+        raise web.HTTPNotFound
+
+    app = web.Application(middlewares=[in_flight.middleware])
+    app.router.add_get("/broken", broken)
+    async with TestClient(TestServer(app)) as client:
+        assert (await client.get("/broken")).status == 404
+        assert in_flight.count == 0
+        await asyncio.wait_for(in_flight.idle(), timeout=1)
