@@ -10,7 +10,7 @@ import pytest
 from argon2 import Parameters, PasswordHasher, Type, extract_parameters
 
 from petstore_common.errors import InvalidArgument
-from petstore_user.passwords import PARAMETERS, Passwords, check_password
+from petstore_user.passwords import PARAMETERS, Passwords, check_password, map_hash_memory_directly
 
 CHEAP = Parameters(
     type=Type.ID, version=19, salt_len=16, hash_len=32, time_cost=1, memory_cost=8, parallelism=1
@@ -98,3 +98,8 @@ def test_any_password_of_1_to_128_characters_is_accepted(password: str) -> None:
 def test_an_empty_or_long_password_is_invalid(password: str, message: str) -> None:
     with pytest.raises(InvalidArgument, match=rf"^{message}$"):
         check_password(password)
+
+
+def test_hash_memory_can_be_mapped_directly_on_this_c_library() -> None:
+    # Linux with glibc, as in the images: mallopt exists and accepts the threshold.
+    assert map_hash_memory_directly() is True

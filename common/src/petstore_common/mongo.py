@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -15,9 +16,14 @@ from petstore_common.settings import ServiceSettings
 Document = dict[str, Any]
 
 # How often an insert may meet an id that is already taken before we give up: ids collide
-# only with client-chosen ids or with a concurrent allocation (FerretDB's findAndModify is
-# a read-then-write, so two callers can draw the same counter value).
+# only with client-chosen ids or with another process that drew the same block (FerretDB's
+# findAndModify is a read-then-write, so two processes can draw the same counter value).
 MAX_ID_ATTEMPTS = 64
+
+ID_BLOCK_SIZE = 16
+"""Ids drawn from the counter at once. One counter write per block instead of per insert, and
+concurrent inserts of one process never race on the counter; a restart leaves a gap of at
+most this many ids."""
 
 
 def create_client(settings: ServiceSettings) -> AsyncMongoClient[Document]:
@@ -38,13 +44,13 @@ async def ping(client: AsyncMongoClient[Document]) -> None:
     await client.admin.command("ping")
 
 
-async def next_id(counters: AsyncCollection[Document], name: str) -> int:
-    """Draw the next value of the named counter (1, 2, ...)."""
+async def next_id(counters: AsyncCollection[Document], name: str, *, step: int = 1) -> int:
+    """Advance the named counter by `step` and return its new value (1, 2, ... for step 1)."""
     for _ in range(MAX_ID_ATTEMPTS):
         try:
             doc = await counters.find_one_and_update(
                 {"_id": name},
-                {"$inc": {"value": 1}},
+                {"$inc": {"value": step}},
                 upsert=True,
                 return_document=ReturnDocument.AFTER,
             )
@@ -55,19 +61,40 @@ async def next_id(counters: AsyncCollection[Document], name: str) -> int:
     raise Unavailable(f"could not draw from counter {name}")
 
 
-async def insert_with_new_id(
-    collection: AsyncCollection[Document],
-    counters: AsyncCollection[Document],
-    counter_name: str,
-    build: Callable[[int], Document],
-) -> Document:
-    """Insert `build(id)` under a freshly drawn id, drawing again while the id is taken.
+class IdAllocator:
+    """Server-assigned ids for one collection, handed out from blocks drawn from a counter.
 
-    The unique `_id` index is the real guard: the counter only makes a free id likely.
+    Draws are serialized within the process by a lock. The counter only makes a free id
+    likely; the unique `_id` index is the real guard (see insert_with_new_id).
+    """
+
+    def __init__(self, counters: AsyncCollection[Document], name: str, *, block_size: int = ID_BLOCK_SIZE):
+        self._counters = counters
+        self._name = name
+        self._block_size = block_size
+        self._next = 1
+        self._last = 0  # the block is used up while _next > _last
+        self._lock = asyncio.Lock()
+
+    async def next(self) -> int:
+        async with self._lock:
+            if self._next > self._last:
+                self._last = await next_id(self._counters, self._name, step=self._block_size)
+                self._next = self._last - self._block_size + 1
+            value = self._next
+            self._next += 1
+            return value
+
+
+async def insert_with_new_id(
+    collection: AsyncCollection[Document], ids: IdAllocator, build: Callable[[int], Document]
+) -> Document:
+    """Insert `build(id)` under a freshly allocated id, taking the next one while the id is taken.
+
     A duplicate on another unique index (e.g. a username) is re-raised to the caller.
     """
     for _ in range(MAX_ID_ATTEMPTS):
-        document = build(await next_id(counters, counter_name))
+        document = build(await ids.next())
         try:
             await collection.insert_one(document)
         except DuplicateKeyError as exc:

@@ -9,6 +9,7 @@ process past its memory limit: MAX_CONCURRENT_HASHES x PARAMETERS.memory_cost Ki
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +41,23 @@ MIN_PASSWORD_CHARS = 1
 MAX_PASSWORD_CHARS = 128
 
 T = TypeVar("T")
+
+
+_M_MMAP_THRESHOLD = -3
+"""glibc's mallopt() parameter number for the mmap threshold."""
+
+
+def map_hash_memory_directly(threshold_bytes: int = 128 * 1024) -> bool:
+    """Have glibc serve argon2's working memory (memory_cost KiB per hash) with mmap, so it goes
+    back to the OS when each hash ends. Left alone, glibc raises its mmap threshold when the
+    first such block is freed, and from then on every hashing thread keeps about 19 MiB in its
+    arena for good. Process-wide; returns False where the C library has no mallopt."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    return bool(mallopt(_M_MMAP_THRESHOLD, threshold_bytes))
 
 
 def check_password(password: str, field: str = "password") -> None:

@@ -7,7 +7,7 @@ from pymongo.errors import DuplicateKeyError
 
 from petstore.order.v1 import order_pb2
 from petstore_common.errors import AlreadyExists, NotFound
-from petstore_common.mongo import insert_with_new_id, ping
+from petstore_common.mongo import IdAllocator, insert_with_new_id, ping
 from petstore_order.storage.base import already_exists, not_found
 from petstore_order.storage.documents import Document, order_from_document, order_to_document
 
@@ -20,7 +20,7 @@ class MongoOrderStore:
     def __init__(self, database: AsyncDatabase[Document]) -> None:
         self._database = database
         self._orders = database["orders"]
-        self._counters = database["counters"]
+        self._ids = IdAllocator(database["counters"], ORDER_ID_COUNTER)
 
     async def ensure_indexes(self) -> None:
         # The orders of a pet are what an operator looks for when a pet goes away.
@@ -45,7 +45,7 @@ class MongoOrderStore:
                 raise AlreadyExists(already_exists(order.id)) from None
         else:
             document = await insert_with_new_id(
-                self._orders, self._counters, ORDER_ID_COUNTER, lambda new_id: {"_id": new_id, **document}
+                self._orders, self._ids, lambda new_id: {"_id": new_id, **document}
             )
         return order_from_document(document)
 

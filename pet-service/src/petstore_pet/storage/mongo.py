@@ -11,7 +11,7 @@ from pymongo.errors import DuplicateKeyError
 
 from petstore.pet.v1 import pet_pb2
 from petstore_common.errors import AlreadyExists, NotFound
-from petstore_common.mongo import insert_with_new_id, ping
+from petstore_common.mongo import IdAllocator, insert_with_new_id, ping
 from petstore_pet.storage.base import PetImage, Status, already_exists, empty_inventory, not_found
 from petstore_pet.storage.documents import (
     Document,
@@ -32,7 +32,7 @@ class MongoPetStore:
         self._database = database
         self._pets = database["pets"]
         self._images = database["pet_images"]
-        self._counters = database["counters"]
+        self._ids = IdAllocator(database["counters"], PET_ID_COUNTER)
 
     async def ensure_indexes(self) -> None:
         await self._pets.create_index("status")
@@ -58,7 +58,7 @@ class MongoPetStore:
                 raise AlreadyExists(already_exists(pet.id)) from None
         else:
             document = await insert_with_new_id(
-                self._pets, self._counters, PET_ID_COUNTER, lambda new_id: {"_id": new_id, **document}
+                self._pets, self._ids, lambda new_id: {"_id": new_id, **document}
             )
         return pet_from_document(document)
 

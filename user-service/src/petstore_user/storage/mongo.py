@@ -16,7 +16,7 @@ from pymongo.errors import DuplicateKeyError, OperationFailure
 
 from petstore.user.v1 import user_pb2
 from petstore_common.errors import AlreadyExists, NotFound
-from petstore_common.mongo import duplicate_key_field, insert_with_new_id, ping
+from petstore_common.mongo import IdAllocator, duplicate_key_field, insert_with_new_id, ping
 from petstore_user.storage.base import (
     Account,
     Session,
@@ -45,7 +45,7 @@ class MongoUserStore:
         self._database = database
         self._users = database["users"]
         self._sessions = database["sessions"]
-        self._counters = database["counters"]
+        self._ids = IdAllocator(database["counters"], USER_ID_COUNTER)
 
     async def ensure_indexes(self) -> None:
         await self._users.create_index("username", unique=True)
@@ -62,7 +62,7 @@ class MongoUserStore:
                 await self._users.insert_one(document)
             else:
                 document = await insert_with_new_id(
-                    self._users, self._counters, USER_ID_COUNTER, lambda new_id: {"_id": new_id, **document}
+                    self._users, self._ids, lambda new_id: {"_id": new_id, **document}
                 )
         except DuplicateKeyError as exc:
             raise await self._conflict(exc, account.user) from None
