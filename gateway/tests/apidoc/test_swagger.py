@@ -1,13 +1,23 @@
 from __future__ import annotations
 
+import inspect
+import re
 from typing import Any
 
 import pytest
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
 from openapi_spec_validator import validate
 
 from petstore_gateway.apidoc import DOCUMENT_ROUTES
-from petstore_gateway.apidoc.swagger import build_swagger
+from petstore_gateway.apidoc.swagger import (
+    EMAIL_PATTERN,
+    NAME_PATTERN,
+    OPTIONAL_EMAIL_PATTERN,
+    TEXT_PATTERN,
+    USERNAME_PATTERN,
+    build_swagger,
+)
 from petstore_gateway.representations.api_response import API_RESPONSE
 from petstore_gateway.representations.inventory import INVENTORY
 from petstore_gateway.representations.order import ORDER, ORDER_STATUSES
@@ -68,6 +78,14 @@ async def test_no_fixed_host_so_try_it_out_uses_the_one_the_page_came_from(
     assert "schemes" not in swagger
     assert swagger["basePath"] == "/v2"
     assert openapi["servers"] == [{"url": "/v2"}]
+
+
+def test_the_http_limit_it_names_is_aiohttps(documents: dict[str, dict[str, Any]]) -> None:
+    """Longer request lines or headers get aiohttp's own plain-text 400 (schemathesis found it)."""
+    parameters = inspect.signature(RequestHandler.__init__).parameters
+    limit = parameters["max_line_size"].default
+    assert limit == parameters["max_field_size"].default
+    assert f"longer than {limit} bytes" in documents["swagger"]["info"]["description"]
 
 
 @DOCUMENTS
@@ -134,7 +152,7 @@ def test_paging_parameters_and_headers(documents: dict[str, dict[str, Any]]) -> 
             "maximum": 1000,
             "default": 100,
         }
-        assert parameters["pageToken"]["schema"] == {"type": "string"}
+        assert parameters["pageToken"]["schema"]["type"] == "string"
         assert "X-Next-Page-Token" in operation["responses"]["200"]["headers"]
     status = {p["name"]: p for p in openapi[("GET", "/v2/pet/findByStatus")]["parameters"]}["status"]
     assert (status["style"], status["explode"], status["required"]) == ("form", True, True)
@@ -229,3 +247,20 @@ def test_constraints_match_what_the_services_check(documents: dict[str, dict[str
     assert order["properties"]["shipDate"]["format"] == "date-time"
     assert definitions["NewUser"]["required"] == ["username", "email", "password"]
     assert "password" not in definitions["User"]["properties"]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "matches", "refused"),
+    [
+        (TEXT_PATTERN, ["", "Rex", "é 😀"], ["a\x00b", "tab\there", "\x85"]),
+        (NAME_PATTERN, ["Rex", " Rex ", "😀"], ["", "   ", "a\nb"]),
+        (EMAIL_PATTERN, ["a@b", "ann@example.com"], ["", "ann", "a@b@c", "a b@c", "@b", "a@", "a\x01@b"]),
+        (OPTIONAL_EMAIL_PATTERN, ["", "a@b"], ["ann", "a@"]),
+        (USERNAME_PATTERN, ["ann", "a.b_c-d@e"], ["", "an n", "änn", "a/b"]),
+    ],
+)
+def test_patterns_say_what_the_services_accept(pattern: str, matches: list[str], refused: list[str]) -> None:
+    for text in matches:
+        assert re.search(pattern, text), text
+    for text in refused:
+        assert not re.search(pattern, text), text

@@ -93,3 +93,16 @@ def test_shape_errors(change: dict[str, Any], message: str) -> None:
 def test_format_keeps_milliseconds_only() -> None:
     stamp = Timestamp(seconds=0, nanos=999_999_999)
     assert format_utc(stamp) == "1970-01-01T00:00:00.999Z"
+
+
+@pytest.mark.parametrize(
+    ("text", "utc"),
+    [
+        ("0487-08-02T19:10:58.155195Z", "0487-08-02T19:10:58.155Z"),  # found by schemathesis
+        ("0001-01-01T00:00:00Z", "0001-01-01T00:00:00.000Z"),
+        ("0999-12-31T23:59:59+00:00", "0999-12-31T23:59:59.000Z"),
+        ("9999-12-31T23:59:59.999999Z", "9999-12-31T23:59:59.999Z"),
+    ],
+)
+def test_every_year_has_four_digits(text: str, utc: str) -> None:
+    assert format_utc(parse_ship_date(text)) == utc

@@ -4,8 +4,8 @@ This is the one source of truth: `openapi.py` derives the OpenAPI 3.0 document f
 is derived rather than written down:
 
 - `security` (and the 401 answer) from `needs_api_key`, the rule the auth middleware applies;
-- 413 and 415 on every operation that reads a body or a form, and 406, 429 and 503 on every
-  operation (all of them call a service).
+- 413 and 415 on every operation that reads a body or a form, and 406, 429 (with Retry-After)
+  and 503 on every operation (all of them call a service).
 
 Bounds mirror the services' validation (each constant names where it comes from); property
 names and XML names mirror `representations/` (a test keeps the two in step).
@@ -37,6 +37,12 @@ FORM = "application/x-www-form-urlencoded"
 MULTIPART = "multipart/form-data"
 API_KEY_SCHEME = "api_key"
 
+_CONTROL = r"\x00-\x1f\x7f-\x9f"
+"""Unicode category Cc: every service refuses these in its text fields."""
+TEXT_PATTERN = rf"^[^{_CONTROL}]*$"
+NAME_PATTERN = rf"^[^{_CONTROL}]*[^\s{_CONTROL}][^{_CONTROL}]*$"
+"""Text that is not blank."""
+
 # pet-service validation.py
 MAX_PET_NAME_CHARS = 256
 MAX_PHOTO_URLS = 64
@@ -44,6 +50,8 @@ MAX_PHOTO_URL_CHARS = 2048
 MAX_TAGS = 64
 MAX_TAG_NAME_FILTERS = 64
 MAX_IMAGE_METADATA_CHARS = 1024
+MAX_PAGE_TOKEN_CHARS = 256
+"""Tokens are opaque and short (about 50 characters); longer ones are never valid."""
 # order-service validation.py
 MIN_QUANTITY = 1
 MAX_QUANTITY = 1_000_000
@@ -52,7 +60,10 @@ MAX_USERNAME_CHARS = 64
 USERNAME_PATTERN = r"^[A-Za-z0-9._@-]+$"
 MIN_EMAIL_CHARS = 3
 MAX_EMAIL_CHARS = 254
-EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+$"
+_EMAIL = rf"[^@\s{_CONTROL}]+@[^@\s{_CONTROL}]+"
+EMAIL_PATTERN = f"^{_EMAIL}$"
+OPTIONAL_EMAIL_PATTERN = f"^({_EMAIL})?$"
+"""An update may leave the email empty, never invalid; a created user always has one."""
 MAX_USER_TEXT_CHARS = 256
 MIN_PASSWORD_CHARS = 1
 MAX_PASSWORD_CHARS = 128
@@ -73,7 +84,7 @@ def _int32(**extra: Any) -> Json:
 
 
 def _text(max_chars: int, **extra: Any) -> Json:
-    return {"type": "string", "maxLength": max_chars, **extra}
+    return {"type": "string", "maxLength": max_chars, "pattern": TEXT_PATTERN, **extra}
 
 
 NO_CONTROL_CHARS = "Control characters are refused."
@@ -96,7 +107,7 @@ def _id_and_name(what: str, xml_name: str | None) -> Json:
 def _user(*, required: Sequence[str], password: bool, strict_email: bool, description: str) -> Json:
     """The User shapes differ only in what is required, whether a password goes in, and
     whether the email must be present (an update may send it empty)."""
-    email: Json = {"type": "string", "maxLength": MAX_EMAIL_CHARS}
+    email: Json = {"type": "string", "maxLength": MAX_EMAIL_CHARS, "pattern": OPTIONAL_EMAIL_PATTERN}
     if strict_email:
         email.update(minLength=MIN_EMAIL_CHARS, pattern=EMAIL_PATTERN)
     properties: Json = {
@@ -140,7 +151,7 @@ def definitions() -> Json:
                 "name": _text(
                     MAX_PET_NAME_CHARS,
                     minLength=1,
-                    pattern=r"\S",
+                    pattern=NAME_PATTERN,
                     example="doggie",
                     description=f"Not blank. {NO_CONTROL_CHARS}",
                 ),
@@ -271,6 +282,7 @@ PAGING: tuple[Json, ...] = (
         "description": f"The {NEXT_PAGE_HEADER} of the previous page",
         "required": False,
         "type": "string",
+        "maxLength": MAX_PAGE_TOKEN_CHARS,
     },
 )
 
@@ -394,7 +406,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "type": "array",
                 "minItems": 1,
                 "maxItems": MAX_TAG_NAME_FILTERS,
-                "items": {"type": "string", "minLength": 1, "maxLength": MAX_PET_NAME_CHARS},
+                "items": _text(MAX_PET_NAME_CHARS, minLength=1),
                 "collectionFormat": "multi",
             },
             *PAGING,
@@ -428,6 +440,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "required": False,
                 "type": "string",
                 "maxLength": MAX_PET_NAME_CHARS,
+                "pattern": NAME_PATTERN,
             },
             {
                 "name": "status",
@@ -585,6 +598,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "required": True,
                 "type": "string",
                 "minLength": 1,
+                "maxLength": MAX_USERNAME_CHARS,
             },
             {
                 "name": "password",
@@ -592,7 +606,8 @@ OPERATIONS: tuple[Operation, ...] = (
                 "description": "The password for login in clear text",
                 "required": True,
                 "type": "string",
-                "minLength": 1,
+                "minLength": MIN_PASSWORD_CHARS,
+                "maxLength": MAX_PASSWORD_CHARS,
             },
         ),
     ),
@@ -701,7 +716,9 @@ services.
 - JSON or XML both ways: choose the answer with `Accept`, declare a body with `Content-Type`.
 - Every write needs the `api_key` header (a static key, or the token `GET /user/login` returns) \
 except `POST /user`; every read is open.
-- Every error has one shape, an ApiResponse `{code, type: "error", message}`.
+- Every error has one shape, an ApiResponse `{code, type: "error", message}`, except for requests \
+the HTTP server cannot read at all: a request line (method, path and query) or a header longer \
+than 8190 bytes is refused before it reaches the API, with a plain-text 400.
 """
 
 

@@ -87,7 +87,11 @@ def parse_ship_date(text: str) -> Timestamp:
 def format_utc(timestamp: Timestamp) -> str:
     """YYYY-MM-DDTHH:MM:SS.mmmZ, always UTC."""
     moment = timestamp.ToDatetime(tzinfo=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    # Not strftime: glibc's %Y writes the year 487 as "487", which is no date-time.
+    return (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
+        f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}.{moment.microsecond // 1000:03d}Z"
+    )
 
 
 def order_to_wire(order: order_pb2.Order) -> dict[str, Any]:
