@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
-PROJECTS := common devstack pet-service order-service user-service gateway
+PROJECTS := common devstack pet-service order-service user-service gateway bench
 PACKAGES := protos/python $(PROJECTS)
 INSTALLED := $(VENV)/.installed
 
@@ -55,8 +55,17 @@ ferretdb: install
 	$(PY) -m petstore_devstack.ferretdb install
 
 # The MongoDB-backed tests need MONGODB_URI: given, or FerretDB started for the run.
+# One pytest run per folder: each project's tests are a package named `tests` (they mirror
+# its source tree), and two packages of one name cannot share an interpreter. Every folder
+# runs, then the failed ones are named.
+TEST_DIRS := common/tests devstack/tests pet-service/tests order-service/tests user-service/tests \
+	gateway/tests bench/tests tests
 unit: ferretdb
-	$(PY) -m petstore_devstack.ferretdb with -- $(PY) -m pytest
+	$(PY) -m petstore_devstack.ferretdb with -- bash -c 'failed=""; \
+	  for dir in $(TEST_DIRS); do \
+	    echo "== pytest $$dir"; $(PY) -m pytest -p no:cacheprovider $$dir || failed="$$failed $$dir"; \
+	  done; \
+	  if [ -n "$$failed" ]; then echo "pytest failed in:$$failed"; exit 1; fi'
 
 # The same e2e suite against the docker-compose.yml stack (pytest-docker builds, starts and
 # removes it); skipped with the reason on a machine without a Docker engine with compose.
@@ -66,7 +75,16 @@ e2e-compose: install
 deploy-check: install
 	deploy/check.sh
 
-test: lint typecheck protos-check unit deploy-check
+# The load benchmark (bench/README.md): the stack on FerretDB (or MONGODB_URI) and a bare
+# baseline driven by wrk on loopback, about three minutes, stops by itself; bench/results/.
+bench: ferretdb
+	$(PY) -m petstore_bench
+
+# The same in under twenty seconds: fails when a scenario errs, so the benchmark cannot rot.
+bench-smoke: ferretdb
+	$(PY) -m petstore_bench --smoke
+
+test: lint typecheck protos-check unit deploy-check bench-smoke
 
 clean:
 	rm -rf $(VENV) .cache .mypy_cache .ruff_cache .pytest_cache

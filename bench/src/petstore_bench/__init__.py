@@ -1,0 +1,1 @@
+"""The Petstore load benchmark (`python -m petstore_bench`)."""

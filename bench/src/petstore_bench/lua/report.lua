@@ -1,0 +1,65 @@
+-- Shared by every scenario script (loaded with dofile): helpers, and the done() hook that
+-- prints one line of JSON for petstore_bench to parse. Latencies are in microseconds.
+local M = {}
+
+M.RESULT_MARKER = "PETSTORE_BENCH_RESULT "
+
+-- The comma-separated values of an environment variable ("" when it is unset).
+function M.list(name)
+  local items = {}
+  for item in string.gmatch(os.getenv(name) or "", "[^,]+") do
+    items[#items + 1] = item
+  end
+  if #items == 0 then
+    error(name .. " must list at least one value")
+  end
+  return items
+end
+
+-- wrk.format with wrk's default headers (Host among them) plus `extra`. Call it from init():
+-- wrk sets the Host header just before init(), not when the script is loaded.
+function M.format(method, path, extra, body)
+  local headers = {}
+  for name, value in pairs(wrk.headers) do
+    headers[name] = value
+  end
+  for name, value in pairs(extra or {}) do
+    headers[name] = value
+  end
+  return wrk.format(method, path, headers, body)
+end
+
+-- Cycles through prepared requests; every wrk thread has its own copy and its own counter.
+function M.cycle(requests)
+  local n = 0
+  return function()
+    n = n + 1
+    return requests[n % #requests + 1]
+  end
+end
+
+function M.done(summary, latency, requests)
+  local e = summary.errors
+  local min, max, mean, stdev = 0, 0, 0, 0
+  local function percentile(q)
+    return 0
+  end
+  if summary.requests > 0 then
+    min, max, mean, stdev = latency.min, latency.max, latency.mean, latency.stdev
+    percentile = function(q)
+      return latency:percentile(q)
+    end
+  end
+  io.write(M.RESULT_MARKER, string.format(
+    '{"requests":%d,"duration_us":%d,"bytes":%d,'
+      .. '"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d},'
+      .. '"latency_us":{"min":%d,"max":%d,"mean":%.1f,"stdev":%.1f,'
+      .. '"p50":%d,"p75":%d,"p90":%d,"p99":%d,"p999":%d}}\n',
+    summary.requests, summary.duration, summary.bytes,
+    e.connect, e.read, e.write, e.status, e.timeout,
+    min, max, mean, stdev,
+    percentile(50), percentile(75), percentile(90), percentile(99), percentile(99.9)
+  ))
+end
+
+return M

@@ -1,0 +1,329 @@
+"""Results of one run: ratios to the baseline, the targets, the table, the JSON and the chart."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from petstore_bench.procmem import ProcessMemory
+from petstore_bench.scenarios import BASELINE, BY_KEY
+from petstore_bench.wrk import WrkResult
+
+SERVICE_PROCESSES = ("gateway", "pet", "order", "user")
+"""The processes the memory target is about (not the database, not the baseline)."""
+
+CPU_COLUMNS = ("baseline", "gateway", "pet", "order", "user", "ferretdb", "wrk")
+"""The order of the CPU table's columns."""
+PROCESS_ORDER = ("gateway", "pet", "order", "user", "ferretdb", "baseline")
+"""The order of the memory table's rows."""
+
+GET_PET_MIN_RATIO = 0.25
+GET_PET_MAX_P99_MS = 25.0
+POST_ORDER_MIN_RATIO = 0.12
+MAX_SERVICE_RSS_MB = 80.0
+
+KIB_PER_MB = 1024  # the kernel's kB are KiB; "MB" here are MiB
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One target: what it asks, what was measured, and whether it held."""
+
+    subject: str
+    """A scenario key, or a process name for memory."""
+    target: str
+    measured: str
+    passed: bool
+
+    @property
+    def verdict(self) -> str:
+        return "PASS" if self.passed else "MISS"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "subject": self.subject,
+            "target": self.target,
+            "measured": self.measured,
+            "result": self.verdict,
+        }
+
+
+@dataclass
+class RunResults:
+    """Everything one run measured (what the JSON holds, minus the bookkeeping)."""
+
+    baseline: WrkResult | None
+    scenarios: dict[str, WrkResult]
+    memory: dict[str, ProcessMemory]
+    cpu_ms_per_request: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Scenario key (baseline included) -> process -> CPU milliseconds per request."""
+    info: dict[str, Any] = field(default_factory=dict)
+    """Date, command, settings, machine: copied into the JSON as they are."""
+
+
+def ratio(result: WrkResult, baseline: WrkResult | None) -> float | None:
+    if baseline is None or baseline.requests_per_second <= 0:
+        return None
+    return result.requests_per_second / baseline.requests_per_second
+
+
+def mb(kib: int) -> float:
+    return kib / KIB_PER_MB
+
+
+def evaluate(
+    scenarios: Mapping[str, WrkResult], baseline: WrkResult | None, memory: Mapping[str, ProcessMemory]
+) -> list[Check]:
+    """The issue's targets, for whatever this run measured (a target whose input is missing is left out)."""
+    checks: list[Check] = []
+    get_pet = scenarios.get("get_pet_json")
+    if get_pet is not None:
+        get_ratio = ratio(get_pet, baseline)
+        if get_ratio is not None:
+            checks.append(
+                Check(
+                    "get_pet_json",
+                    f"throughput >= {GET_PET_MIN_RATIO:.2f} x baseline",
+                    f"{get_ratio:.3f} x",
+                    get_ratio >= GET_PET_MIN_RATIO,
+                )
+            )
+        p99_ms = get_pet.latency_us.p99 / 1000
+        checks.append(
+            Check(
+                "get_pet_json",
+                f"p99 <= {GET_PET_MAX_P99_MS:g} ms",
+                f"{p99_ms:.1f} ms",
+                p99_ms <= GET_PET_MAX_P99_MS,
+            )
+        )
+        checks.append(
+            Check("get_pet_json", "zero errors", str(get_pet.errors.total), get_pet.errors.total == 0)
+        )
+    post_order = scenarios.get("post_order")
+    if post_order is not None:
+        order_ratio = ratio(post_order, baseline)
+        if order_ratio is not None:
+            checks.append(
+                Check(
+                    "post_order",
+                    f"throughput >= {POST_ORDER_MIN_RATIO:.2f} x baseline",
+                    f"{order_ratio:.3f} x",
+                    order_ratio >= POST_ORDER_MIN_RATIO,
+                )
+            )
+    for name in SERVICE_PROCESSES:
+        process = memory.get(name)
+        if process is not None and process.last_rss_kb > 0:
+            rss = mb(process.last_rss_kb)
+            checks.append(
+                Check(
+                    name,
+                    f"RSS after the run < {MAX_SERVICE_RSS_MB:g} MB",
+                    f"{rss:.1f} MB",
+                    rss < MAX_SERVICE_RSS_MB,
+                )
+            )
+    return checks
+
+
+def broken(scenarios: Mapping[str, WrkResult], baseline: WrkResult | None, *, strict: bool) -> list[str]:
+    """Why the run itself failed: a scenario with no successful response, or (strict) any error."""
+    problems: list[str] = []
+    measured = {**({BASELINE.key: baseline} if baseline is not None else {}), **scenarios}
+    for key, result in measured.items():
+        if result.successes == 0:
+            problems.append(f"{key}: no successful response")
+        elif strict and result.errors.total:
+            problems.append(f"{key}: {result.errors.total} errors ({result.errors})")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------
+# The table
+
+
+def _title(key: str) -> str:
+    return BASELINE.title if key == BASELINE.key else BY_KEY[key].title
+
+
+def _verdicts(checks: Sequence[Check], subject: str) -> str:
+    mine = [check for check in checks if check.subject == subject]
+    if not mine:
+        return ""
+    return "PASS" if all(check.passed for check in mine) else "MISS"
+
+
+def table(results: RunResults, checks: Sequence[Check]) -> str:
+    rows: list[tuple[str, ...]] = [("scenario", "req/s", "x base", "p50 ms", "p99 ms", "errors", "target")]
+    measured: list[tuple[str, WrkResult]] = []
+    if results.baseline is not None:
+        measured.append((BASELINE.key, results.baseline))
+    measured.extend(results.scenarios.items())
+    for key, result in measured:
+        found = ratio(result, results.baseline)
+        rows.append(
+            (
+                _title(key),
+                f"{result.requests_per_second:.0f}",
+                "-" if found is None else f"{found:.3f}",
+                f"{result.latency_us.p50 / 1000:.1f}",
+                f"{result.latency_us.p99 / 1000:.1f}",
+                str(result.errors.total),
+                _verdicts(checks, key),
+            )
+        )
+    lines = _columns(rows, right=(1, 2, 3, 4, 5))
+    if results.memory:
+        lines.append("")
+        memory_rows: list[tuple[str, ...]] = [("process", "pid", "peak RSS MB", "RSS after MB", "target")]
+        for name, process in _in_order(results.memory).items():
+            memory_rows.append(
+                (
+                    name,
+                    str(process.pid),
+                    f"{mb(process.peak_rss_kb):.1f}",
+                    f"{mb(process.last_rss_kb):.1f}",
+                    _verdicts(checks, name),
+                )
+            )
+        lines.extend(_columns(memory_rows, right=(1, 2, 3)))
+    if results.cpu_ms_per_request:
+        lines.append("")
+        lines.extend(_cpu_table(results.cpu_ms_per_request))
+    if checks:
+        lines.append("")
+        lines.append("targets:")
+        width = max(len(_subject_title(check.subject)) for check in checks)
+        for check in checks:
+            subject = _subject_title(check.subject).ljust(width)
+            lines.append(f"  {check.verdict}  {subject}  {check.target}: {check.measured}")
+    return "\n".join(lines)
+
+
+def _cpu_table(cpu: Mapping[str, Mapping[str, float]]) -> list[str]:
+    """CPU ms per request by process: where the machine's two cores go, scenario by scenario."""
+    processes = [name for name in CPU_COLUMNS if any(name in used for used in cpu.values())]
+    processes += sorted({name for used in cpu.values() for name in used} - set(processes))
+    rows: list[tuple[str, ...]] = [("CPU ms/request", *processes, "total")]
+    for key, used in cpu.items():
+        cells = [f"{used[name]:.2f}" if name in used else "-" for name in processes]
+        rows.append((_title(key), *cells, f"{sum(used.values()):.2f}"))
+    return _columns(rows, right=tuple(range(1, len(processes) + 2)))
+
+
+def _in_order(memory: Mapping[str, ProcessMemory]) -> dict[str, ProcessMemory]:
+    known = {name: memory[name] for name in PROCESS_ORDER if name in memory}
+    return {**known, **{name: found for name, found in memory.items() if name not in known}}
+
+
+def _subject_title(subject: str) -> str:
+    return BY_KEY[subject].title if subject in BY_KEY else f"{subject} process"
+
+
+def _columns(rows: Sequence[tuple[str, ...]], right: tuple[int, ...]) -> list[str]:
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [
+            cell.rjust(widths[column]) if column in right else cell.ljust(widths[column])
+            for column, cell in enumerate(row)
+        ]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+# ---------------------------------------------------------------------------------------
+# JSON and chart
+
+
+def to_json(results: RunResults, checks: Sequence[Check]) -> dict[str, Any]:
+    def scenario_json(key: str, result: WrkResult) -> dict[str, Any]:
+        found = ratio(result, results.baseline)
+        return {
+            "key": key,
+            "title": _title(key),
+            "throughput_ratio_to_baseline": None if found is None else round(found, 4),
+            "target": _verdicts(checks, key) or None,
+            **result.to_json(),
+        }
+
+    return {
+        **results.info,
+        "baseline": None if results.baseline is None else scenario_json(BASELINE.key, results.baseline),
+        "scenarios": [scenario_json(key, result) for key, result in results.scenarios.items()],
+        "processes": {
+            name: {
+                "pid": process.pid,
+                "peak_rss_mb": round(mb(process.peak_rss_kb), 1),
+                "rss_after_mb": round(mb(process.last_rss_kb), 1),
+                "target": _verdicts(checks, name) or None,
+            }
+            for name, process in _in_order(results.memory).items()
+        },
+        "cpu_ms_per_request": {
+            key: {name: round(ms, 3) for name, ms in used.items()}
+            for key, used in results.cpu_ms_per_request.items()
+        },
+        "targets": [check.to_json() for check in checks],
+        "all_targets_passed": all(check.passed for check in checks),
+    }
+
+
+def write_json(path: Path, document: Mapping[str, Any]) -> None:
+    path.write_text(json.dumps(document, indent=2) + "\n")
+
+
+def write_chart(path: Path, results: RunResults, title: str) -> None:
+    """Throughput and p99 per scenario, the baseline first (matplotlib's Agg backend: no display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    measured: list[tuple[str, WrkResult]] = []
+    if results.baseline is not None:
+        measured.append((BASELINE.key, results.baseline))
+    measured.extend(results.scenarios.items())
+    labels = [_title(key).replace(" /v2", "\n/v2") for key, _ in measured]
+    colours = ["#9e9e9e" if key == BASELINE.key else "#1f77b4" for key, _ in measured]
+    throughput = [result.requests_per_second for _, result in measured]
+    p99 = [result.latency_us.p99 / 1000 for _, result in measured]
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(14, 5.5), layout="constrained")
+    bars = left.bar(labels, throughput, color=colours)
+    left.set_yscale("log")  # the baseline's tens of thousands and login's tens on one chart
+    left.set_ylabel("requests/s (log scale)")
+    left.set_title("throughput (and its ratio to the baseline)")
+    for bar, (_, result) in zip(bars, measured, strict=True):
+        found = ratio(result, results.baseline)
+        text = f"{result.requests_per_second:.0f}" + ("" if found is None else f"\n{found:.3g}x")
+        left.annotate(
+            text, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=8
+        )
+    bars = right.bar(labels, p99, color=colours)
+    right.set_yscale("log")  # login's seconds and a GET's milliseconds on one chart
+    right.set_ylabel("ms (log scale)")
+    right.set_title("p99 latency")
+    right.axhline(GET_PET_MAX_P99_MS, color="#d62728", linestyle="--", linewidth=1)
+    right.annotate(
+        f"{GET_PET_MAX_P99_MS:g} ms (GET pet target)", (0, GET_PET_MAX_P99_MS), fontsize=8, color="#d62728"
+    )
+    for bar, value in zip(bars, p99, strict=True):
+        right.annotate(
+            f"{value:.1f}",
+            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
+    for axes in (left, right):
+        axes.margins(y=0.12)
+        axes.tick_params(axis="x", labelsize=8, labelrotation=30)
+        axes.grid(axis="y", alpha=0.3)
+    figure.suptitle(title, fontsize=10)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)

@@ -1,0 +1,346 @@
+"""One benchmark run: the baseline, then the stack on FerretDB (or MONGODB_URI), scenario by scenario."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import platform
+import resource
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from petstore_bench import data, procmem, wrk
+from petstore_bench.report import RunResults
+from petstore_bench.scenarios import BASELINE, BY_KEY, Scenario
+from petstore_devstack.ferretdb import running_ferretdb
+from petstore_devstack.ports import free_port, wait_for_port
+from petstore_devstack.stack import Stack
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+RESULTS_DIR = REPO_ROOT / "bench" / "results"
+PROFILE_WAIT_S = 15.0
+SETTLE_LIMIT_S = 6.0
+"""Longer than the gateway's 5 s gRPC deadline: by then every request left in flight has ended."""
+SETTLE_WINDOW_S = 0.2
+SETTLE_IDLE_CORES = 0.1
+OUT_OF_REACH = str(10**9)
+RATE_LIMITS_OUT_OF_REACH = {
+    "RATE_LIMIT_PER_SECOND": OUT_OF_REACH,
+    "RATE_LIMIT_BURST": OUT_OF_REACH,
+    "LOGIN_RATE_LIMIT_PER_MINUTE": OUT_OF_REACH,
+}
+"""The gateway's per-client (50/s) and per-username login (10/min) limits would answer 429 within
+a second of load from one address: the bench measures capacity, so it sets them out of reach
+(not off: the limiter's bookkeeping stays on the measured path)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    mode: str
+    """"full", "smoke" or "profile": names the result files."""
+    scenarios: tuple[str, ...]
+    load: wrk.Load
+    warmup_s: int
+    results_dir: Path
+    memory_store: bool = False
+    gateway_uvloop: bool = False
+    log_level: str = "INFO"
+    profile: bool = False
+    profile_process: str = "gateway"
+    """Which of the stack's processes --profile samples."""
+    process_env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Extra environment per process of the stack (experiments)."""
+    settle_s: float = SETTLE_LIMIT_S
+    """How long to wait at most for one scenario's leftover requests before the next."""
+    pets: int = 100
+    users: int = 4
+    command: str = ""
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def run(options: Options) -> RunResults:
+    wrk_binary = wrk.ensure_wrk()
+    options.results_dir.mkdir(parents=True, exist_ok=True)
+    info = _info(options, wrk_binary)
+    measured: dict[str, Measured] = {}
+    baseline_memory: dict[str, procmem.ProcessMemory] = {}
+    if not options.profile:
+        measured[BASELINE.key], baseline_memory = _run_baseline(options, wrk_binary)
+    scenarios, memory = _run_stack(options, wrk_binary, info)
+    measured.update(scenarios)
+    info["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
+    baseline = measured.get(BASELINE.key)
+    return RunResults(
+        baseline=None if baseline is None else baseline.result,
+        scenarios={key: found.result for key, found in scenarios.items()},
+        memory={**memory, **baseline_memory},
+        cpu_ms_per_request={key: found.cpu_ms_per_request for key, found in measured.items()},
+        info=info,
+    )
+
+
+def _info(options: Options, wrk_binary: str) -> dict[str, Any]:
+    version = subprocess.run([wrk_binary, "--version"], capture_output=True, text=True, check=False)  # noqa: S603
+    version_lines = (version.stdout or version.stderr).splitlines()
+    return {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": options.command,
+        "mode": options.mode,
+        "settings": {
+            "duration_s": options.load.seconds,
+            "warmup_s": options.warmup_s,
+            "connections": options.load.connections,
+            "wrk_threads": options.load.threads,
+            "wrk_timeout_s": options.load.timeout_s,
+            "settle_limit_s": options.settle_s,
+            "log_level": options.log_level,
+            "gateway_event_loop": "uvloop" if options.gateway_uvloop else "asyncio",
+            "process_env": {name: dict(extra) for name, extra in options.process_env.items()},
+            "pets": options.pets,
+            "users": options.users,
+        },
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_average_at_start": [round(value, 2) for value in os.getloadavg()],
+            "python": platform.python_version(),
+            "wrk": version_lines[0].strip() if version_lines else "",
+            "note": "one run; stack, baseline and wrk share this machine",
+        },
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    result: wrk.WrkResult
+    cpu_ms_per_request: dict[str, float]
+    """CPU time (user + system) each process used during the measured run, per request."""
+
+
+def settle(pids: Mapping[str, int], *, limit_s: float = SETTLE_LIMIT_S) -> float:
+    """Wait until the processes are nearly idle (requests wrk left in flight are done), at most
+    `limit_s`, so that one scenario's leftovers are not counted against the next; returns the
+    seconds waited."""
+    started = time.monotonic()
+    before = procmem.cpu_seconds(pids)
+    while time.monotonic() - started < limit_s:
+        time.sleep(SETTLE_WINDOW_S)
+        after = procmem.cpu_seconds(pids)
+        busy = sum(after[name] - before[name] for name in after if name in before) / SETTLE_WINDOW_S
+        if busy < SETTLE_IDLE_CORES:
+            break
+        before = after
+    return time.monotonic() - started
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _drive(
+    wrk_binary: str,
+    url: str,
+    scenario: Scenario,
+    options: Options,
+    env: Mapping[str, str],
+    pids: Mapping[str, int],
+    *,
+    around_measure: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext,
+) -> Measured:
+    script = wrk.script_path(scenario.script)
+    waited = settle(pids, limit_s=options.settle_s)
+    if waited > 1:
+        log(f"{scenario.key}: waited {waited:.1f}s for the previous scenario's requests to end")
+    if options.warmup_s > 0:
+        log(f"{scenario.key}: warm-up {options.warmup_s}s")
+        warmup = wrk.Load(
+            options.warmup_s, options.load.connections, options.load.threads, options.load.timeout_s
+        )
+        wrk.run(wrk_binary, url, script, warmup, env)
+    log(f"{scenario.key}: {options.load.seconds}s at {options.load.connections} connections")
+    with around_measure():
+        cpu_before, wrk_before = procmem.cpu_seconds(pids), _children_cpu_s()
+        result = wrk.run(wrk_binary, url, script, options.load, env)
+        cpu_after, wrk_after = procmem.cpu_seconds(pids), _children_cpu_s()
+    used = {name: cpu_after[name] - cpu_before[name] for name in cpu_after if name in cpu_before}
+    used["wrk"] = wrk_after - wrk_before  # the only child that ended meanwhile
+    requests = max(result.requests, 1)
+    log(
+        f"{scenario.key}: {result.requests_per_second:.0f} req/s, p99 {result.latency_us.p99 / 1000:.1f} ms,"
+        f" {result.errors.total} errors"
+    )
+    return Measured(result, {name: seconds * 1000 / requests for name, seconds in used.items()})
+
+
+# ---------------------------------------------------------------------------------------
+# The baseline
+
+
+def _run_baseline(options: Options, wrk_binary: str) -> tuple[Measured, dict[str, procmem.ProcessMemory]]:
+    port = free_port()
+    process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-m", "petstore_bench.baseline", "--port", str(port), "--pets", str(options.pets)]
+    )
+    try:
+        wait_for_port(port, timeout=30)
+        env = {"BENCH_PET_IDS": ",".join(str(pet_id) for pet_id in range(1, options.pets + 1))}
+        pids = {"baseline": process.pid}
+        with procmem.Sampler(pids) as sampler:
+            measured = _drive(wrk_binary, f"http://127.0.0.1:{port}", BASELINE, options, env, pids)
+        return measured, sampler.processes
+    finally:
+        _terminate(process)
+
+
+def _terminate(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# ---------------------------------------------------------------------------------------
+# The stack
+
+
+@contextlib.contextmanager
+def _database(options: Options, info: dict[str, Any]) -> Iterator[tuple[str, dict[str, int]]]:
+    """The MongoDB URI the services get ("" = in-memory) and the database's pids to watch."""
+    if options.memory_store:
+        info["store"] = "embedded in-memory store"
+        yield "", {}
+        return
+    given = os.environ.get("MONGODB_URI", "")
+    if given:
+        info["store"] = "MongoDB at MONGODB_URI"
+        yield given, {}
+        return
+    info["store"] = "FerretDB (SQLite) started for the run"
+    with running_ferretdb() as uri:
+        pids = procmem.children_named("ferretdb")
+        yield uri, ({"ferretdb": pids[0]} if len(pids) == 1 else {})
+
+
+def _run_stack(
+    options: Options, wrk_binary: str, info: dict[str, Any]
+) -> tuple[dict[str, Measured], dict[str, procmem.ProcessMemory]]:
+    api_key = secrets.token_urlsafe(24)
+    prefix = f"bench{secrets.token_hex(4)}"
+    profile_output = (
+        options.results_dir / f"profile-{options.profile_process}-{options.scenarios[0]}"
+        if options.profile
+        else None
+    )
+    launched: dict[str, dict[str, str]] = {}
+    if options.gateway_uvloop:
+        launched.setdefault("gateway", {})["PETSTORE_BENCH_UVLOOP"] = "1"
+    if profile_output is not None:
+        launched.setdefault(options.profile_process, {})["PETSTORE_BENCH_PROFILE"] = str(profile_output)
+        for stale in (profile_output.with_suffix(".html"), profile_output.with_suffix(".txt")):
+            stale.unlink(missing_ok=True)
+    log_dir = options.results_dir / "logs" / options.mode
+    for stale_log in log_dir.glob("*.log"):
+        stale_log.unlink()  # the stack appends: keep one run's lines only
+    with _database(options, info) as (uri, database_pids):
+        stack = Stack(
+            mongodb_uri=uri,
+            api_keys=api_key,
+            database_prefix=prefix,
+            extra_env={"LOG_LEVEL": options.log_level, **RATE_LIMITS_OUT_OF_REACH},
+            log_dir=log_dir,
+        )
+        for name, extra in options.process_env.items():
+            stack.processes[name].env.update(extra)
+        for name, env in launched.items():
+            spec = stack.processes[name]
+            spec.env.update(env, PETSTORE_BENCH_MODULE=spec.module)
+            spec.module = "petstore_bench.launcher"
+        log(f"starting the stack on {info['store']} (logs in {stack.log_dir})")
+        stack.start()
+        try:
+            loaded = asyncio.run(data.load(stack.base_url, api_key, pets=options.pets, users=options.users))
+            log(f"loaded {len(loaded.pet_ids)} pets and {len(loaded.usernames)} users")
+            env = {
+                "BENCH_API_KEY": api_key,
+                "BENCH_PET_IDS": ",".join(map(str, loaded.pet_ids)),
+                "BENCH_USERS": ",".join(loaded.usernames),
+                "BENCH_PASSWORD": data.USER_PASSWORD,
+            }
+            pids = {
+                name: spec.process.pid for name, spec in stack.processes.items() if spec.process is not None
+            }
+            url = f"http://127.0.0.1:{stack.gateway_port}"
+            results: dict[str, Measured] = {}
+            watched = {**pids, **database_pids}
+            with procmem.Sampler(watched) as sampler:
+                for key in options.scenarios:
+                    profiled = (
+                        _profiling(stack, options.profile_process)
+                        if profile_output is not None
+                        else contextlib.nullcontext
+                    )
+                    results[key] = _drive(
+                        wrk_binary, url, BY_KEY[key], options, env, watched, around_measure=profiled
+                    )
+        finally:
+            stack.stop()
+            if uri and not options.memory_store and os.environ.get("MONGODB_URI"):
+                _drop_databases(uri, prefix)
+    if profile_output is not None:
+        _wait_for(profile_output.with_suffix(".txt"), log_dir / f"{options.profile_process}.log")
+        info["profile"] = {
+            "html": str(profile_output.with_suffix(".html")),
+            "text": str(profile_output.with_suffix(".txt")),
+        }
+    return results, sampler.processes
+
+
+def _profiling(stack: Stack, name: str) -> Callable[[], contextlib.AbstractContextManager[None]]:
+    @contextlib.contextmanager
+    def around() -> Iterator[None]:
+        stack.signal(name, signal.SIGUSR1)
+        try:
+            yield
+        finally:
+            stack.signal(name, signal.SIGUSR2)
+
+    return around
+
+
+def _wait_for(path: Path, process_log: Path) -> None:
+    deadline = time.monotonic() + PROFILE_WAIT_S
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if not path.exists():
+        log(f"the profile {path} was not written (see {process_log})")
+
+
+def _drop_databases(uri: str, prefix: str) -> None:
+    """On a MongoDB the caller gave us, leave nothing behind (a failure here is only reported)."""
+    from pymongo import MongoClient
+    from pymongo.errors import PyMongoError
+
+    client: MongoClient[dict[str, Any]] = MongoClient(uri, serverSelectionTimeoutMS=3000)
+    try:
+        for name in client.list_database_names():
+            if name.startswith(prefix + "_"):
+                client.drop_database(name)
+    except PyMongoError as exc:
+        log(f"could not drop the bench databases {prefix}_*: {exc}")
+    finally:
+        client.close()

@@ -1,0 +1,59 @@
+"""What the benchmark drives: one wrk Lua script per scenario, the same load for each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    key: str
+    """Short name, used on the command line and in the JSON."""
+    title: str
+    script: str
+    """The Lua script in lua/ (without .lua)."""
+    measures: str
+    """One line for the README and --help."""
+
+
+BASELINE = Scenario(
+    "baseline",
+    "baseline GET pet JSON",
+    "get_pet_json",
+    "a bare aiohttp server answering the same Pet JSON from memory: no middlewares, gRPC or database",
+)
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        "get_pet_json",
+        "GET /v2/pet/{id} JSON",
+        "get_pet_json",
+        "read path: gateway middlewares + one GetPet call + one MongoDB find + JSON encoding",
+    ),
+    Scenario(
+        "get_pet_xml",
+        "GET /v2/pet/{id} XML",
+        "get_pet_xml",
+        "the same read answered as XML (Accept: application/xml): the XML encoder's cost",
+    ),
+    Scenario(
+        "post_pet",
+        "POST /v2/pet",
+        "post_pet",
+        "write path: api_key check, JSON decoding and validation, CreatePet (id allocation + insert)",
+    ),
+    Scenario(
+        "post_order",
+        "POST /v2/store/order",
+        "post_order",
+        "two hops: gateway -> order service -> GetPet on the pet service, then the order insert",
+    ),
+    Scenario(
+        "login",
+        "GET /v2/user/login",
+        "login",
+        "one argon2 verification per request in the user service, plus a signed session token",
+    ),
+)
+
+BY_KEY = {scenario.key: scenario for scenario in SCENARIOS}
