@@ -2,7 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from petstore_common.settings import ServiceSettings, SettingsError, env_float, env_int, env_list
+from petstore_common.settings import (
+    ServiceSettings,
+    SettingsError,
+    env_float,
+    env_int,
+    env_list,
+    session_secret,
+)
 
 
 def test_defaults_bind_loopback_and_select_the_embedded_store() -> None:
@@ -50,3 +57,13 @@ def test_env_bounds_are_enforced() -> None:
 def test_env_list_splits_and_drops_blanks() -> None:
     assert env_list({"K": " a, ,b ,"}, "K") == ("a", "b")
     assert env_list({}, "K") == ()
+
+
+@pytest.mark.parametrize("secret", ["", "x" * 31])
+def test_a_missing_or_short_session_secret_is_refused(secret: str) -> None:
+    with pytest.raises(SettingsError, match="PETSTORE_SESSION_SECRET"):
+        session_secret({"PETSTORE_SESSION_SECRET": secret})
+
+
+def test_the_session_secret_is_read_as_is() -> None:
+    assert session_secret({"PETSTORE_SESSION_SECRET": " " + "k" * 32}) == " " + "k" * 32

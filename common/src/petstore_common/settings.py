@@ -47,6 +47,21 @@ def env_list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in env.get(name, "").split(",") if item.strip())
 
 
+MIN_SESSION_SECRET_LENGTH = 32
+"""HS256 wants a key of at least 256 bits."""
+
+
+def session_secret(env: Mapping[str, str]) -> str:
+    """PETSTORE_SESSION_SECRET, read as is: the user service signs with it and the gateway
+    verifies with it, so both must hold the very same key, and neither starts without one."""
+    secret = env.get("PETSTORE_SESSION_SECRET", "")
+    if len(secret) < MIN_SESSION_SECRET_LENGTH:
+        raise SettingsError(
+            f"PETSTORE_SESSION_SECRET must be set to at least {MIN_SESSION_SECRET_LENGTH} characters"
+        )
+    return secret
+
+
 @dataclass(frozen=True, slots=True)
 class ServiceSettings:
     """What every gRPC service reads from its environment."""

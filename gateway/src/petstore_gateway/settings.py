@@ -7,10 +7,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from petstore_common.settings import SettingsError, env_float, env_int, env_list, env_str
+from petstore_common.settings import SettingsError, env_float, env_int, env_list, env_str, session_secret
 from petstore_gateway.client_address import Network, parse_networks
 
-MIN_SESSION_SECRET_LENGTH = 32
 ANY_ORIGIN = "*"
 _ORIGIN = re.compile(r"https?://[^/\s?#]+")
 
@@ -46,11 +45,7 @@ class GatewaySettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
         env = os.environ if env is None else env
-        secret = env.get("PETSTORE_SESSION_SECRET", "")
-        if len(secret) < MIN_SESSION_SECRET_LENGTH:
-            raise SettingsError(
-                f"PETSTORE_SESSION_SECRET must be set to at least {MIN_SESSION_SECRET_LENGTH} characters"
-            )
+        secret = session_secret(env)
         return cls(
             host=env_str(env, "GATEWAY_HOST", "127.0.0.1"),
             port=env_int(env, "GATEWAY_PORT", 8080),

@@ -6,12 +6,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from petstore_common.settings import ServiceSettings, SettingsError, env_int
+from petstore_common.settings import ServiceSettings, env_int, session_secret
 
 DEFAULT_PORT = 50053
 DEFAULT_DATABASE = "petstore_user"
-MIN_SESSION_SECRET_LENGTH = 32
-"""The gateway refuses shorter secrets too; HS256 wants a key of at least 256 bits."""
 DEFAULT_SESSION_TTL_SECONDS = 3600
 
 
@@ -26,12 +24,7 @@ class UserSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> UserSettings:
         env = os.environ if env is None else env
-        # Read as is, like the gateway does: both sides must hold the very same key.
-        secret = env.get("PETSTORE_SESSION_SECRET", "")
-        if len(secret) < MIN_SESSION_SECRET_LENGTH:
-            raise SettingsError(
-                f"PETSTORE_SESSION_SECRET must be set to at least {MIN_SESSION_SECRET_LENGTH} characters"
-            )
+        secret = session_secret(env)
         return cls(
             service=ServiceSettings.from_env(
                 default_port=DEFAULT_PORT, default_database=DEFAULT_DATABASE, env=env
