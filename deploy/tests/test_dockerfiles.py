@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from docker.utils.build import exclude_paths  # type: ignore[import-untyped]
+from docker.utils.build import exclude_paths
 
 from .support import APPS, REPO
 
