@@ -64,8 +64,10 @@ async def next_id(counters: AsyncCollection[Document], name: str, *, step: int =
 class IdAllocator:
     """Server-assigned ids for one collection, handed out from blocks drawn from a counter.
 
-    Draws are serialized within the process by a lock. The counter only makes a free id
-    likely; the unique `_id` index is the real guard (see insert_with_new_id).
+    Callers that find the block used up share one draw: the process never races itself on
+    the counter, and when the database is gone they all fail together, at once, instead of
+    queueing behind each other's timeouts. The counter only makes a free id likely; the unique
+    `_id` index is the real guard (see insert_with_new_id).
     """
 
     def __init__(self, counters: AsyncCollection[Document], name: str, *, block_size: int = ID_BLOCK_SIZE):
@@ -74,16 +76,32 @@ class IdAllocator:
         self._block_size = block_size
         self._next = 1
         self._last = 0  # the block is used up while _next > _last
-        self._lock = asyncio.Lock()
+        self._draw: asyncio.Task[None] | None = None
 
     async def next(self) -> int:
-        async with self._lock:
-            if self._next > self._last:
-                self._last = await next_id(self._counters, self._name, step=self._block_size)
-                self._next = self._last - self._block_size + 1
-            value = self._next
-            self._next += 1
-            return value
+        while self._next > self._last:
+            if self._draw is None:
+                self._draw = asyncio.create_task(self._draw_block())
+                self._draw.add_done_callback(_retrieve_exception)
+            draw = self._draw
+            try:
+                await asyncio.shield(draw)  # a caller cancelled by its deadline leaves the draw on
+            finally:
+                if self._draw is draw and draw.done():
+                    self._draw = None
+        value = self._next
+        self._next += 1
+        return value
+
+    async def _draw_block(self) -> None:
+        last = await next_id(self._counters, self._name, step=self._block_size)
+        self._next, self._last = last - self._block_size + 1, last
+
+
+def _retrieve_exception(task: asyncio.Task[None]) -> None:
+    """A draw whose callers all gave up still fails quietly (its callers saw or will retry it)."""
+    if not task.cancelled():
+        task.exception()
 
 
 async def insert_with_new_id(
