@@ -19,6 +19,7 @@ from petstore_gateway.errors import api_error_from_rpc, http_status_for
         (grpc.StatusCode.RESOURCE_EXHAUSTED, 429),
         (grpc.StatusCode.UNAVAILABLE, 503),
         (grpc.StatusCode.DEADLINE_EXCEEDED, 503),
+        (grpc.StatusCode.CANCELLED, 503),
         (grpc.StatusCode.INTERNAL, 500),
         (grpc.StatusCode.UNKNOWN, 500),
         (grpc.StatusCode.UNIMPLEMENTED, 500),

@@ -31,6 +31,9 @@ GRPC_TO_HTTP: Mapping[grpc.StatusCode, int] = MappingProxyType(
         grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
         grpc.StatusCode.UNAVAILABLE: 503,
         grpc.StatusCode.DEADLINE_EXCEEDED: 503,
+        # The gateway cancels a call only for a client that has gone; any other CANCELLED is a
+        # server stopping with the call in flight: unavailable, like a refused connection.
+        grpc.StatusCode.CANCELLED: 503,
     }
 )
 """Every status not listed here is a 500 with a generic message."""
