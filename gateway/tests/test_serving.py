@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import sys
 
 from aiohttp import web
+from aiohttp.http_exceptions import LineTooLong
 from aiohttp.test_utils import TestClient, TestServer
 
-from petstore_gateway.serving import InFlight
+from petstore_gateway.serving import InFlight, MalformedRequestLogFilter
 
 
 async def test_idle_waits_for_the_request_being_handled() -> None:
@@ -48,3 +51,28 @@ async def test_a_failing_handler_is_counted_out() -> None:
         assert (await client.get("/broken")).status == 404
         assert in_flight.count == 0
         await asyncio.wait_for(in_flight.idle(), timeout=1)
+
+
+def record_with(error: BaseException) -> logging.LogRecord:
+    try:
+        raise error
+    except BaseException:
+        exc_info = sys.exc_info()
+    return logging.LogRecord(
+        "aiohttp.server", logging.ERROR, __file__, 1, "Error handling request from %s", ("1.2.3.4",), exc_info
+    )
+
+
+def test_a_malformed_request_is_one_warning_without_a_traceback() -> None:
+    record = record_with(LineTooLong("x" * 20, "8190"))
+    assert MalformedRequestLogFilter().filter(record)
+    assert (record.levelno, record.levelname) == (logging.WARNING, "WARNING")
+    assert record.getMessage() == "malformed request refused: LineTooLong"
+    assert record.exc_info is None
+
+
+def test_other_errors_keep_their_level_and_traceback() -> None:
+    record = record_with(RuntimeError("boom"))
+    assert MalformedRequestLogFilter().filter(record)
+    assert record.levelno == logging.ERROR
+    assert record.exc_info is not None

@@ -15,6 +15,7 @@ import logging
 import signal
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.typedefs import Handler
 
 log = logging.getLogger(__name__)
@@ -43,8 +44,24 @@ class InFlight:
         await self._idle.wait()
 
 
+class MalformedRequestLogFilter(logging.Filter):
+    """aiohttp answers a request it cannot parse (a header line over 8190 bytes, a bare CR, an
+    unknown method...) with a plain 400 before any middleware runs, and logs it at ERROR with a
+    traceback: anyone could flood the log that way. Such a record becomes one WARNING line
+    naming the error; every other record passes unchanged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, HttpProcessingError) and record.levelno > logging.WARNING:
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg, record.args = "malformed request refused: %s", (type(error).__name__,)
+            record.exc_info = record.exc_text = None
+        return True
+
+
 async def serve(app: web.Application, *, host: str, port: int, grace_seconds: float) -> None:
     """Serve `app` on host:port until SIGINT or SIGTERM, then drain and stop."""
+    logging.getLogger("aiohttp.server").addFilter(MalformedRequestLogFilter())
     in_flight = InFlight()
     app.middlewares.insert(0, in_flight.middleware)  # outermost: counts every request
     runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=grace_seconds)
