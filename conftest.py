@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from pymongo import AsyncMongoClient
+from pymongo.asynchronous.database import AsyncDatabase
 
 
 @pytest.fixture(scope="session")
@@ -29,5 +31,17 @@ async def mongo_database(mongodb_uri: str) -> AsyncIterator[str]:
     client: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(mongodb_uri)
     try:
         await client.drop_database(name)
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+async def mongo_db(mongodb_uri: str, mongo_database: str) -> AsyncIterator[AsyncDatabase[dict[str, Any]]]:
+    """That fresh database through a client set up as the services' (tz-aware datetimes)."""
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
+        mongodb_uri, serverSelectionTimeoutMS=3000, tz_aware=True
+    )
+    try:
+        yield client[mongo_database]
     finally:
         await client.close()

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
-from pymongo import AsyncMongoClient
+from pymongo.asynchronous.database import AsyncDatabase
 
 from petstore.order.v1 import order_pb2
 from petstore_common.errors import AlreadyExists, NotFound
@@ -26,17 +25,10 @@ def memory_store() -> MemoryOrderStore:
 
 
 @pytest.fixture
-async def mongo_store(mongodb_uri: str, mongo_database: str) -> AsyncIterator[MongoOrderStore]:
-    # tz_aware as in petstore_common.mongo.create_client, which the service uses.
-    client: AsyncMongoClient[Document] = AsyncMongoClient(
-        mongodb_uri, serverSelectionTimeoutMS=3000, tz_aware=True
-    )
-    try:
-        store = MongoOrderStore(client[mongo_database])
-        await store.ensure_indexes()
-        yield store
-    finally:
-        await client.close()
+async def mongo_store(mongo_db: AsyncDatabase[Document]) -> MongoOrderStore:
+    store = MongoOrderStore(mongo_db)
+    await store.ensure_indexes()
+    return store
 
 
 @pytest.fixture(params=["memory", pytest.param("mongo", marks=pytest.mark.mongo)])

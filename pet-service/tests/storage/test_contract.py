@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
-from pymongo import AsyncMongoClient
+from pymongo.asynchronous.database import AsyncDatabase
 
 from petstore.pet.v1 import pet_pb2
 from petstore_common.errors import AlreadyExists, NotFound
@@ -26,14 +25,10 @@ def memory_store() -> MemoryPetStore:
 
 
 @pytest.fixture
-async def mongo_store(mongodb_uri: str, mongo_database: str) -> AsyncIterator[MongoPetStore]:
-    client: AsyncMongoClient[Document] = AsyncMongoClient(mongodb_uri, serverSelectionTimeoutMS=3000)
-    try:
-        store = MongoPetStore(client[mongo_database])
-        await store.ensure_indexes()
-        yield store
-    finally:
-        await client.close()
+async def mongo_store(mongo_db: AsyncDatabase[Document]) -> MongoPetStore:
+    store = MongoPetStore(mongo_db)
+    await store.ensure_indexes()
+    return store
 
 
 @pytest.fixture(params=["memory", pytest.param("mongo", marks=pytest.mark.mongo)])

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from pymongo import AsyncMongoClient
+from pymongo.asynchronous.database import AsyncDatabase
 
 from petstore.user.v1 import user_pb2
 from petstore_common.errors import AlreadyExists, InvalidArgument, NotFound
@@ -26,16 +25,10 @@ def memory_store() -> MemoryUserStore:
 
 
 @pytest.fixture
-async def mongo_store(mongodb_uri: str, mongo_database: str) -> AsyncIterator[MongoUserStore]:
-    client: AsyncMongoClient[Document] = AsyncMongoClient(
-        mongodb_uri, serverSelectionTimeoutMS=3000, tz_aware=True
-    )
-    try:
-        store = MongoUserStore(client[mongo_database])
-        await store.ensure_indexes()
-        yield store
-    finally:
-        await client.close()
+async def mongo_store(mongo_db: AsyncDatabase[Document]) -> MongoUserStore:
+    store = MongoUserStore(mongo_db)
+    await store.ensure_indexes()
+    return store
 
 
 @pytest.fixture(params=["memory", pytest.param("mongo", marks=pytest.mark.mongo)])

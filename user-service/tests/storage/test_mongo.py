@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-from pymongo import AsyncMongoClient
+from pymongo.asynchronous.database import AsyncDatabase
 
 from petstore.user.v1 import user_pb2
 from petstore_common.errors import AlreadyExists, NotFound
@@ -31,14 +29,10 @@ class RacedStore(MongoUserStore):
 
 
 @pytest.fixture
-async def store(mongodb_uri: str, mongo_database: str) -> AsyncIterator[RacedStore]:
-    client: AsyncMongoClient[Document] = AsyncMongoClient(mongodb_uri, serverSelectionTimeoutMS=3000)
-    try:
-        store = RacedStore(client[mongo_database])
-        await store.ensure_indexes()
-        yield store
-    finally:
-        await client.close()
+async def store(mongo_db: AsyncDatabase[Document]) -> RacedStore:
+    store = RacedStore(mongo_db)
+    await store.ensure_indexes()
+    return store
 
 
 async def test_a_batch_that_loses_a_race_midway_undoes_what_it_stored(store: RacedStore) -> None:
