@@ -4,11 +4,14 @@ service named by PET_SERVICE_ADDR."""
 from __future__ import annotations
 
 from petstore.order.v1 import order_pb2, order_service_pb2, order_service_pb2_grpc
+from petstore_common import callers
 from petstore_common.grpc_client import create_channel
 from petstore_devstack.service_process import service_process
 from petstore_order.service import SERVICE_NAME
 
 from .pet_backend import pet_backend
+
+STAFF = callers.staff()
 
 
 async def test_the_process_serves_and_stops_on_sigterm() -> None:
@@ -19,7 +22,9 @@ async def test_the_process_serves_and_stops_on_sigterm() -> None:
             async with create_channel(service.address) as channel:
                 stub = order_service_pb2_grpc.OrderServiceStub(channel)
                 reply = await stub.CreateOrder(
-                    order_service_pb2.CreateOrderRequest(order=order_pb2.Order(pet_id=pet_id, quantity=1)),
+                    order_service_pb2.CreateOrderRequest(
+                        caller=STAFF, order=order_pb2.Order(pet_id=pet_id, quantity=1)
+                    ),
                     timeout=5,
                 )
             assert (reply.order.id, reply.order.pet_id) == (1, pet_id)

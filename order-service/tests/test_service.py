@@ -13,6 +13,7 @@ import pytest
 from pymongo import AsyncMongoClient
 
 from petstore.order.v1 import order_pb2, order_service_pb2, order_service_pb2_grpc
+from petstore_common import callers
 from petstore_common.grpc_client import create_channel
 from petstore_common.grpc_server import start_service
 from petstore_order.service import SERVICE_NAME, order_service
@@ -20,6 +21,8 @@ from petstore_order.settings import OrderSettings
 from petstore_order.storage.documents import Document
 
 from .pet_backend import PetBackend, closed_address, local_settings, pet_backend
+
+STAFF = callers.staff()
 
 if TYPE_CHECKING:
     from petstore.order.v1.order_service_pb2_grpc import OrderServiceAsyncStub
@@ -59,11 +62,16 @@ async def test_the_service_asks_the_configured_pet_service(pets: PetBackend) -> 
 
     async with served(settings(PET_SERVICE_ADDR=pets.address)) as stub:
         created = await stub.CreateOrder(
-            order_service_pb2.CreateOrderRequest(order=order_pb2.Order(pet_id=pet_id, quantity=1)), timeout=5
+            order_service_pb2.CreateOrderRequest(
+                caller=STAFF, order=order_pb2.Order(pet_id=pet_id, quantity=1)
+            ),
+            timeout=5,
         )
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stub.CreateOrder(
-                order_service_pb2.CreateOrderRequest(order=order_pb2.Order(pet_id=pet_id + 1, quantity=1)),
+                order_service_pb2.CreateOrderRequest(
+                    caller=STAFF, order=order_pb2.Order(pet_id=pet_id + 1, quantity=1)
+                ),
                 timeout=5,
             )
 
@@ -87,7 +95,10 @@ async def test_with_a_uri_the_service_indexes_and_uses_its_database(
         await definition.check_ready()
     async with served(order_settings) as stub:
         response = await stub.CreateOrder(
-            order_service_pb2.CreateOrderRequest(order=order_pb2.Order(pet_id=pet_id, quantity=4)), timeout=5
+            order_service_pb2.CreateOrderRequest(
+                caller=STAFF, order=order_pb2.Order(pet_id=pet_id, quantity=4)
+            ),
+            timeout=5,
         )
 
     client: AsyncMongoClient[Document] = AsyncMongoClient(mongodb_uri)

@@ -13,6 +13,7 @@ import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from petstore.order.v1 import order_pb2, order_service_pb2, order_service_pb2_grpc
+from petstore_common import callers
 from petstore_common.grpc_client import create_channel, is_serving
 from petstore_common.grpc_server import start_service
 from petstore_order.pets import grpc_pet_directory
@@ -20,6 +21,8 @@ from petstore_order.service import SERVICE_NAME, build_definition
 from petstore_order.storage.memory import MemoryOrderStore
 
 from .pet_backend import PetBackend, closed_address, local_settings, pet_backend
+
+STAFF = callers.staff()
 
 if TYPE_CHECKING:
     from petstore.order.v1.order_service_pb2_grpc import OrderServiceAsyncStub
@@ -62,13 +65,20 @@ async def pet_id(pets: PetBackend) -> int:
     return await pets.add_pet()
 
 
-async def create(stub: OrderServiceAsyncStub, order: order_pb2.Order) -> order_pb2.Order:
-    response = await stub.CreateOrder(order_service_pb2.CreateOrderRequest(order=order), timeout=5)
-    return response.order
+async def create(
+    stub: OrderServiceAsyncStub, order: order_pb2.Order, caller: callers.Caller = STAFF
+) -> order_pb2.Order:
+    request = order_service_pb2.CreateOrderRequest(caller=caller, order=order)
+    return (await stub.CreateOrder(request, timeout=5)).order
 
 
-async def get(stub: OrderServiceAsyncStub, order_id: int) -> order_pb2.Order:
-    return (await stub.GetOrder(order_service_pb2.GetOrderRequest(id=order_id), timeout=5)).order
+async def get(stub: OrderServiceAsyncStub, order_id: int, caller: callers.Caller = STAFF) -> order_pb2.Order:
+    request = order_service_pb2.GetOrderRequest(caller=caller, id=order_id)
+    return (await stub.GetOrder(request, timeout=5)).order
+
+
+async def delete(stub: OrderServiceAsyncStub, order_id: int, caller: callers.Caller = STAFF) -> None:
+    await stub.DeleteOrder(order_service_pb2.DeleteOrderRequest(caller=caller, id=order_id), timeout=5)
 
 
 def a_full_order(pet_id: int, **fields: object) -> order_pb2.Order:
@@ -177,17 +187,17 @@ async def test_get_and_delete_of_unknown_ids(stub: OrderServiceAsyncStub) -> Non
     with fails(grpc.StatusCode.NOT_FOUND, "order 42 not found"):
         await get(stub, 42)
     with fails(grpc.StatusCode.NOT_FOUND, "order 42 not found"):
-        await stub.DeleteOrder(order_service_pb2.DeleteOrderRequest(id=42), timeout=5)
+        await stub.DeleteOrder(order_service_pb2.DeleteOrderRequest(caller=STAFF, id=42), timeout=5)
     with fails(grpc.StatusCode.INVALID_ARGUMENT, "id must be positive"):
         await get(stub, 0)
     with fails(grpc.StatusCode.INVALID_ARGUMENT, "id must be positive"):
-        await stub.DeleteOrder(order_service_pb2.DeleteOrderRequest(id=-1), timeout=5)
+        await stub.DeleteOrder(order_service_pb2.DeleteOrderRequest(caller=STAFF, id=-1), timeout=5)
 
 
 async def test_delete_removes_the_order(stub: OrderServiceAsyncStub, pet_id: int) -> None:
     created = await create(stub, a_full_order(pet_id))
 
-    await stub.DeleteOrder(order_service_pb2.DeleteOrderRequest(id=created.id), timeout=5)
+    await stub.DeleteOrder(order_service_pb2.DeleteOrderRequest(caller=STAFF, id=created.id), timeout=5)
 
     with fails(grpc.StatusCode.NOT_FOUND, f"order {created.id} not found"):
         await get(stub, created.id)
@@ -203,7 +213,7 @@ async def test_without_the_pet_service_orders_are_unavailable_but_still_readable
         with fails(grpc.StatusCode.UNAVAILABLE, "the pet service is unavailable"):
             await create(stub, a_full_order(3))
         assert await get(stub, stored.id) == stored
-        await stub.DeleteOrder(order_service_pb2.DeleteOrderRequest(id=stored.id), timeout=5)
+        await stub.DeleteOrder(order_service_pb2.DeleteOrderRequest(caller=STAFF, id=stored.id), timeout=5)
 
 
 async def test_health_reports_serving_even_without_the_pet_service(store: MemoryOrderStore) -> None:
@@ -227,3 +237,91 @@ async def test_a_pet_service_that_goes_away_is_unavailable_never_not_found(store
                 await create(stub, order_pb2.Order(pet_id=pet_id, quantity=1))
             with fails(grpc.StatusCode.UNAVAILABLE, "the pet service is unavailable"):
                 await create(stub, order_pb2.Order(pet_id=pet_id + 1, quantity=1))
+
+
+ANN = callers.customer(11)
+BOB = callers.customer(12)
+
+
+async def test_a_customers_order_is_its_own_whatever_owner_the_request_names(
+    stub: OrderServiceAsyncStub, pet_id: int
+) -> None:
+    created = await create(stub, order_pb2.Order(pet_id=pet_id, quantity=1, owner_user_id=BOB.user_id), ANN)
+
+    assert created.owner_user_id == ANN.user_id
+    assert await get(stub, created.id, ANN) == created
+
+
+async def test_a_staff_order_belongs_to_nobody(stub: OrderServiceAsyncStub, pet_id: int) -> None:
+    created = await create(stub, order_pb2.Order(pet_id=pet_id, quantity=1, owner_user_id=ANN.user_id))
+
+    assert not created.HasField("owner_user_id")
+
+
+async def test_another_customers_order_is_not_found_exactly_like_an_absent_one(
+    stub: OrderServiceAsyncStub, store: MemoryOrderStore, pet_id: int
+) -> None:
+    anns = await create(stub, order_pb2.Order(pet_id=pet_id, quantity=1), ANN)
+    absent = anns.id + 1000
+
+    for order_id in (anns.id, absent):
+        with fails(grpc.StatusCode.NOT_FOUND, f"order {order_id} not found"):
+            await get(stub, order_id, BOB)
+        with fails(grpc.StatusCode.NOT_FOUND, f"order {order_id} not found"):
+            await delete(stub, order_id, BOB)
+
+    assert await store.get(anns.id) == anns
+
+
+async def test_a_staff_order_is_hidden_from_customers(stub: OrderServiceAsyncStub, pet_id: int) -> None:
+    staffs = await create(stub, order_pb2.Order(pet_id=pet_id, quantity=1))
+
+    with fails(grpc.StatusCode.NOT_FOUND, f"order {staffs.id} not found"):
+        await get(stub, staffs.id, ANN)
+
+
+async def test_an_order_stored_without_owner_is_for_staff_only(
+    stub: OrderServiceAsyncStub, store: MemoryOrderStore
+) -> None:
+    legacy = await store.create(order_pb2.Order(pet_id=3, quantity=1))
+
+    with fails(grpc.StatusCode.NOT_FOUND, f"order {legacy.id} not found"):
+        await get(stub, legacy.id, ANN)
+    assert await get(stub, legacy.id) == legacy
+
+
+async def test_a_customer_deletes_its_own_order_and_staff_any(
+    stub: OrderServiceAsyncStub, pet_id: int
+) -> None:
+    anns = await create(stub, order_pb2.Order(pet_id=pet_id, quantity=1), ANN)
+    bobs = await create(stub, order_pb2.Order(pet_id=pet_id, quantity=1), BOB)
+
+    await delete(stub, anns.id, ANN)
+    await delete(stub, bobs.id)
+
+    for order_id in (anns.id, bobs.id):
+        with fails(grpc.StatusCode.NOT_FOUND, f"order {order_id} not found"):
+            await get(stub, order_id)
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        pytest.param(callers.anonymous(), id="anonymous"),
+        pytest.param(callers.Caller(), id="no-caller"),
+        pytest.param(callers.Caller(kind=callers.customer(1).kind), id="customer-without-id"),
+    ],
+)
+async def test_without_a_known_caller_orders_are_refused(
+    stub: OrderServiceAsyncStub, store: MemoryOrderStore, pet_id: int, caller: callers.Caller
+) -> None:
+    stored = await store.create(order_pb2.Order(pet_id=pet_id, quantity=1))
+    refused = "orders are for customers and staff: sign in first"
+
+    with fails(grpc.StatusCode.PERMISSION_DENIED, refused):
+        await create(stub, order_pb2.Order(pet_id=pet_id, quantity=1), caller)
+    with fails(grpc.StatusCode.PERMISSION_DENIED, refused):
+        await get(stub, stored.id, caller)
+    with fails(grpc.StatusCode.PERMISSION_DENIED, refused):
+        await delete(stub, stored.id, caller)
+    assert await store.get(stored.id) == stored

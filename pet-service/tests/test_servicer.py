@@ -12,6 +12,7 @@ import pytest
 from google.protobuf.field_mask_pb2 import FieldMask
 
 from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
+from petstore_common import callers
 from petstore_common.grpc_client import create_channel, is_serving
 from petstore_common.grpc_server import RunningService, start_service
 from petstore_common.settings import ServiceSettings
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 
 AVAILABLE = pet_pb2.PET_STATUS_AVAILABLE
 SOLD = pet_pb2.PET_STATUS_SOLD
+STAFF = callers.staff()
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 100
 
 
@@ -55,7 +57,7 @@ def stub(channel: grpc.aio.Channel) -> PetServiceAsyncStub:
 
 
 async def create(stub: PetServiceAsyncStub, pet: pet_pb2.Pet) -> pet_pb2.Pet:
-    response = await stub.CreatePet(pet_service_pb2.CreatePetRequest(pet=pet), timeout=5)
+    response = await stub.CreatePet(pet_service_pb2.CreatePetRequest(caller=STAFF, pet=pet), timeout=5)
     return response.pet
 
 
@@ -123,7 +125,7 @@ async def test_get_and_delete_of_unknown_ids(stub: PetServiceAsyncStub) -> None:
     with fails(grpc.StatusCode.NOT_FOUND, "pet 42 not found"):
         await stub.GetPet(pet_service_pb2.GetPetRequest(id=42), timeout=5)
     with fails(grpc.StatusCode.NOT_FOUND, "pet 42 not found"):
-        await stub.DeletePet(pet_service_pb2.DeletePetRequest(id=42), timeout=5)
+        await stub.DeletePet(pet_service_pb2.DeletePetRequest(caller=STAFF, id=42), timeout=5)
     with fails(grpc.StatusCode.INVALID_ARGUMENT, "id must be positive"):
         await stub.GetPet(pet_service_pb2.GetPetRequest(id=0), timeout=5)
 
@@ -131,7 +133,7 @@ async def test_get_and_delete_of_unknown_ids(stub: PetServiceAsyncStub) -> None:
 async def test_delete_removes_the_pet(stub: PetServiceAsyncStub) -> None:
     created = await create(stub, a_full_pet())
 
-    await stub.DeletePet(pet_service_pb2.DeletePetRequest(id=created.id), timeout=5)
+    await stub.DeletePet(pet_service_pb2.DeletePetRequest(caller=STAFF, id=created.id), timeout=5)
 
     with fails(grpc.StatusCode.NOT_FOUND, f"pet {created.id} not found"):
         await stub.GetPet(pet_service_pb2.GetPetRequest(id=created.id), timeout=5)
@@ -141,7 +143,9 @@ async def test_an_update_without_mask_replaces_every_field(stub: PetServiceAsync
     created = await create(stub, a_full_pet())
     replacement = pet_pb2.Pet(id=created.id, name="Max", status=SOLD)
 
-    response = await stub.UpdatePet(pet_service_pb2.UpdatePetRequest(pet=replacement), timeout=5)
+    response = await stub.UpdatePet(
+        pet_service_pb2.UpdatePetRequest(caller=STAFF, pet=replacement), timeout=5
+    )
 
     assert response.pet == replacement
     assert (await stub.GetPet(pet_service_pb2.GetPetRequest(id=created.id), timeout=5)).pet == replacement
@@ -150,7 +154,9 @@ async def test_an_update_without_mask_replaces_every_field(stub: PetServiceAsync
 async def test_an_update_with_a_mask_writes_only_the_named_fields(stub: PetServiceAsyncStub) -> None:
     created = await create(stub, a_full_pet())
     request = pet_service_pb2.UpdatePetRequest(
-        pet=pet_pb2.Pet(id=created.id, name="ignored", status=SOLD), update_mask=FieldMask(paths=["status"])
+        caller=STAFF,
+        pet=pet_pb2.Pet(id=created.id, name="ignored", status=SOLD),
+        update_mask=FieldMask(paths=["status"]),
     )
 
     response = await stub.UpdatePet(request, timeout=5)
@@ -162,24 +168,26 @@ async def test_an_update_with_a_mask_writes_only_the_named_fields(stub: PetServi
     ("request_", "code", "message"),
     [
         (
-            pet_service_pb2.UpdatePetRequest(pet=pet_pb2.Pet(id=99, name="Max")),
+            pet_service_pb2.UpdatePetRequest(caller=STAFF, pet=pet_pb2.Pet(id=99, name="Max")),
             grpc.StatusCode.NOT_FOUND,
             "pet 99 not found",
         ),
         (
             pet_service_pb2.UpdatePetRequest(
-                pet=pet_pb2.Pet(id=1, name="Max"), update_mask=FieldMask(paths=["age"])
+                caller=STAFF, pet=pet_pb2.Pet(id=1, name="Max"), update_mask=FieldMask(paths=["age"])
             ),
             grpc.StatusCode.INVALID_ARGUMENT,
             "update_mask path 'age' is not supported; use name, status, category, photo_urls, tags",
         ),
         (
-            pet_service_pb2.UpdatePetRequest(pet=pet_pb2.Pet(id=1), update_mask=FieldMask(paths=["name"])),
+            pet_service_pb2.UpdatePetRequest(
+                caller=STAFF, pet=pet_pb2.Pet(id=1), update_mask=FieldMask(paths=["name"])
+            ),
             grpc.StatusCode.INVALID_ARGUMENT,
             "name is required",
         ),
         (
-            pet_service_pb2.UpdatePetRequest(pet=pet_pb2.Pet(name="Max")),
+            pet_service_pb2.UpdatePetRequest(caller=STAFF, pet=pet_pb2.Pet(name="Max")),
             grpc.StatusCode.INVALID_ARGUMENT,
             "id is required",
         ),
@@ -281,6 +289,7 @@ async def test_inventory_counts_every_status(stub: PetServiceAsyncStub) -> None:
 async def test_an_uploaded_image_is_stored(stub: PetServiceAsyncStub, store: MemoryPetStore) -> None:
     pet = await create(stub, a_full_pet())
     request = pet_service_pb2.UploadPetImageRequest(
+        caller=STAFF,
         pet_id=pet.id,
         content_type="image/png",
         data=PNG,
@@ -326,10 +335,61 @@ async def test_failing_uploads(
     message: str,
 ) -> None:
     pet = await create(stub, a_full_pet())
-    request = pet_service_pb2.UploadPetImageRequest(pet_id=pet.id, content_type="image/png", data=PNG)
+    request = pet_service_pb2.UploadPetImageRequest(
+        caller=STAFF, pet_id=pet.id, content_type="image/png", data=PNG
+    )
     for name, value in changes.items():
         setattr(request, name, value)
 
     with fails(code, message):
         await stub.UploadPetImage(request, timeout=5)
     assert await store.list_images(pet.id) == []
+
+
+NOT_STAFF = [
+    pytest.param(callers.customer(7), id="customer"),
+    pytest.param(callers.anonymous(), id="anonymous"),
+    pytest.param(None, id="no-caller"),
+]
+
+
+def _as(caller: callers.Caller | None) -> dict[str, callers.Caller]:
+    return {} if caller is None else {"caller": caller}
+
+
+@pytest.mark.parametrize("caller", NOT_STAFF)
+async def test_only_staff_change_the_catalogue(
+    stub: PetServiceAsyncStub, store: MemoryPetStore, caller: callers.Caller | None
+) -> None:
+    pet = await create(stub, a_full_pet())
+    denied = "only staff may change the catalogue"
+
+    with fails(grpc.StatusCode.PERMISSION_DENIED, denied):
+        await stub.CreatePet(pet_service_pb2.CreatePetRequest(pet=a_full_pet(), **_as(caller)), timeout=5)
+    with fails(grpc.StatusCode.PERMISSION_DENIED, denied):
+        await stub.UpdatePet(
+            pet_service_pb2.UpdatePetRequest(pet=a_full_pet(id=pet.id, name="Stolen"), **_as(caller)),
+            timeout=5,
+        )
+    with fails(grpc.StatusCode.PERMISSION_DENIED, denied):
+        await stub.DeletePet(pet_service_pb2.DeletePetRequest(id=pet.id, **_as(caller)), timeout=5)
+    with fails(grpc.StatusCode.PERMISSION_DENIED, denied):
+        await stub.UploadPetImage(
+            pet_service_pb2.UploadPetImageRequest(
+                pet_id=pet.id, content_type="image/png", data=PNG, **_as(caller)
+            ),
+            timeout=5,
+        )
+
+    assert (await stub.GetPet(pet_service_pb2.GetPetRequest(id=pet.id), timeout=5)).pet == pet
+    listed = await stub.ListPets(pet_service_pb2.ListPetsRequest(statuses=[AVAILABLE]), timeout=5)
+    assert list(listed.pets) == [pet]
+    assert await store.list_images(pet.id) == []
+
+
+@pytest.mark.parametrize("caller", NOT_STAFF)
+async def test_a_refused_caller_learns_nothing_about_absent_pets(
+    stub: PetServiceAsyncStub, caller: callers.Caller | None
+) -> None:
+    with fails(grpc.StatusCode.PERMISSION_DENIED, "only staff may change the catalogue"):
+        await stub.DeletePet(pet_service_pb2.DeletePetRequest(id=424242, **_as(caller)), timeout=5)

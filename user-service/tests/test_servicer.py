@@ -16,6 +16,7 @@ from argon2 import Parameters, PasswordHasher, Type, extract_parameters
 from google.protobuf.message import Message
 
 from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
+from petstore_common import callers
 from petstore_common.errors import NotFound
 from petstore_common.grpc_client import create_channel, is_serving
 from petstore_common.grpc_server import RunningService, start_service
@@ -36,6 +37,7 @@ INVALID = grpc.StatusCode.INVALID_ARGUMENT
 NOT_FOUND = grpc.StatusCode.NOT_FOUND
 ALREADY_EXISTS = grpc.StatusCode.ALREADY_EXISTS
 PERMISSION_DENIED = grpc.StatusCode.PERMISSION_DENIED
+STAFF = callers.staff()
 
 
 class Clock:
@@ -112,7 +114,7 @@ def a_user(username: str = "ann", **fields: Any) -> user_pb2.User:
 
 
 def a_create(user: user_pb2.User, password: str = PASSWORD) -> user_service_pb2.CreateUserRequest:
-    return user_service_pb2.CreateUserRequest(user=user, password=password)
+    return user_service_pb2.CreateUserRequest(caller=STAFF, user=user, password=password)
 
 
 async def create(stub: UserServiceAsyncStub, user: user_pb2.User, password: str = PASSWORD) -> user_pb2.User:
@@ -120,7 +122,9 @@ async def create(stub: UserServiceAsyncStub, user: user_pb2.User, password: str 
 
 
 async def get(stub: UserServiceAsyncStub, username: str) -> user_pb2.User:
-    return (await stub.GetUser(user_service_pb2.GetUserRequest(username=username), timeout=5)).user
+    return (
+        await stub.GetUser(user_service_pb2.GetUserRequest(caller=STAFF, username=username), timeout=5)
+    ).user
 
 
 async def login(
@@ -138,8 +142,9 @@ def session_id(token: str) -> str:
     return str(jwt.decode(token, options={"verify_signature": False})["jti"])
 
 
-def caller(user_id: int | None = None) -> user_service_pb2.Caller:
-    return user_service_pb2.Caller() if user_id is None else user_service_pb2.Caller(user_id=user_id)
+def caller(user_id: int | None = None) -> callers.Caller:
+    """Staff without a user id, else that customer."""
+    return callers.staff() if user_id is None else callers.customer(user_id)
 
 
 @contextmanager
@@ -219,7 +224,9 @@ async def test_an_invalid_user_is_invalid_argument(
 
 
 async def test_create_users_stores_all_in_order(stub: UserServiceAsyncStub) -> None:
-    request = user_service_pb2.CreateUsersRequest(users=[a_create(a_user(name)) for name in ("ann", "bob")])
+    request = user_service_pb2.CreateUsersRequest(
+        caller=STAFF, users=[a_create(a_user(name)) for name in ("ann", "bob")]
+    )
 
     reply = await stub.CreateUsers(request, timeout=5)
 
@@ -244,7 +251,7 @@ async def test_create_users_is_all_or_none(
     stub: UserServiceAsyncStub, users: list[user_pb2.User], code: grpc.StatusCode, message: str
 ) -> None:
     await create(stub, a_user("taken"))
-    request = user_service_pb2.CreateUsersRequest(users=[a_create(user) for user in users])
+    request = user_service_pb2.CreateUsersRequest(caller=STAFF, users=[a_create(user) for user in users])
 
     with fails(code, message):
         await stub.CreateUsers(request, timeout=5)
@@ -295,7 +302,7 @@ async def test_only_the_user_or_a_static_key_may_update(stub: UserServiceAsyncSt
     bob = await create(stub, a_user("bob"))
     hacked = a_user(first_name="Hacked")
 
-    with fails(PERMISSION_DENIED, "only the user may change this user"):
+    with fails(PERMISSION_DENIED, "only staff or the user itself may change this user"):
         await stub.UpdateUser(
             user_service_pb2.UpdateUserRequest(username="ann", user=hacked, caller=caller(bob.id)), timeout=5
         )
@@ -311,22 +318,22 @@ async def test_only_the_user_or_a_static_key_may_update(stub: UserServiceAsyncSt
     ("request_", "code", "message"),
     [
         (
-            user_service_pb2.UpdateUserRequest(username="ann", user=a_user("bob")),
+            user_service_pb2.UpdateUserRequest(caller=STAFF, username="ann", user=a_user("bob")),
             ALREADY_EXISTS,
             "username bob is taken",
         ),
         (
-            user_service_pb2.UpdateUserRequest(username="zed", user=a_user("zed")),
+            user_service_pb2.UpdateUserRequest(caller=STAFF, username="zed", user=a_user("zed")),
             NOT_FOUND,
             "user zed not found",
         ),
         (
-            user_service_pb2.UpdateUserRequest(username="ann", user=a_user(email="x")),
+            user_service_pb2.UpdateUserRequest(caller=STAFF, username="ann", user=a_user(email="x")),
             INVALID,
             "email must look like an email",
         ),
         (
-            user_service_pb2.UpdateUserRequest(username="ann", user=a_user(), password=""),
+            user_service_pb2.UpdateUserRequest(caller=STAFF, username="ann", user=a_user(), password=""),
             INVALID,
             "password is required",
         ),
@@ -350,7 +357,7 @@ async def test_delete_by_the_user_or_a_static_key(stub: UserServiceAsyncStub) ->
     await create(stub, a_user())
     bob = await create(stub, a_user("bob"))
 
-    with fails(PERMISSION_DENIED, "only the user may change this user"):
+    with fails(PERMISSION_DENIED, "only staff or the user itself may change this user"):
         await stub.DeleteUser(
             user_service_pb2.DeleteUserRequest(username="ann", caller=caller(bob.id)), timeout=5
         )
@@ -361,7 +368,7 @@ async def test_delete_by_the_user_or_a_static_key(stub: UserServiceAsyncStub) ->
 
     for name in ("ann", "bob"):
         with fails(NOT_FOUND, f"user {name} not found"):
-            await stub.DeleteUser(user_service_pb2.DeleteUserRequest(username=name), timeout=5)
+            await stub.DeleteUser(user_service_pb2.DeleteUserRequest(caller=STAFF, username=name), timeout=5)
 
 
 async def test_deleting_a_user_ends_its_sessions(stub: UserServiceAsyncStub) -> None:
@@ -480,16 +487,21 @@ async def test_no_response_ever_carries_the_password_or_its_hash(
         lambda: stub.CreateUser(a_create(a_user()), timeout=5),
         lambda: stub.CreateUser(a_create(a_user()), timeout=5),
         lambda: stub.CreateUsers(
-            user_service_pb2.CreateUsersRequest(users=[a_create(a_user("bob"))]), timeout=5
+            user_service_pb2.CreateUsersRequest(caller=STAFF, users=[a_create(a_user("bob"))]), timeout=5
         ),
-        lambda: stub.GetUser(user_service_pb2.GetUserRequest(username="ann"), timeout=5),
+        lambda: stub.GetUser(user_service_pb2.GetUserRequest(caller=STAFF, username="ann"), timeout=5),
         lambda: stub.Login(user_service_pb2.LoginRequest(username="ann", password=PASSWORD), timeout=5),
         lambda: stub.Login(user_service_pb2.LoginRequest(username="ann", password=PASSWORD + "!"), timeout=5),
         lambda: stub.UpdateUser(
-            user_service_pb2.UpdateUserRequest(username="ann", user=a_user(), password=PASSWORD), timeout=5
+            user_service_pb2.UpdateUserRequest(
+                caller=STAFF, username="ann", user=a_user(), password=PASSWORD
+            ),
+            timeout=5,
         ),
         lambda: stub.UpdateUser(
-            user_service_pb2.UpdateUserRequest(username="ann", user=a_user(email="x"), password=PASSWORD),
+            user_service_pb2.UpdateUserRequest(
+                caller=STAFF, username="ann", user=a_user(email="x"), password=PASSWORD
+            ),
             timeout=5,
         ),
     ]
@@ -506,3 +518,98 @@ async def test_no_response_ever_carries_the_password_or_its_hash(
     for reply in replies:
         for secret in secrets:
             assert secret not in reply
+
+
+async def get_as(stub: UserServiceAsyncStub, username: str, who: callers.Caller) -> user_pb2.User:
+    return (
+        await stub.GetUser(user_service_pb2.GetUserRequest(caller=who, username=username), timeout=5)
+    ).user
+
+
+async def test_the_whole_record_goes_to_staff_and_the_user_itself(stub: UserServiceAsyncStub) -> None:
+    ann = await create(stub, a_user(user_status=3))
+
+    assert await get_as(stub, "ann", callers.staff()) == ann
+    assert await get_as(stub, "ann", callers.customer(ann.id)) == ann
+    assert (ann.email, ann.phone, ann.user_status) == ("ann@example.com", "555", 3)
+
+
+@pytest.mark.parametrize(
+    "who",
+    [
+        pytest.param(callers.customer(987_654), id="another-customer"),
+        pytest.param(callers.anonymous(), id="anonymous"),
+        pytest.param(callers.Caller(), id="no-caller"),
+    ],
+)
+async def test_everybody_else_gets_the_public_view(stub: UserServiceAsyncStub, who: callers.Caller) -> None:
+    ann = await create(stub, a_user(user_status=3))
+
+    assert await get_as(stub, "ann", who) == user_pb2.User(id=ann.id, username="ann")
+
+
+@pytest.mark.parametrize(
+    "who",
+    [pytest.param(callers.anonymous(), id="anonymous"), pytest.param(callers.customer(5), id="customer")],
+)
+async def test_a_sign_up_cannot_choose_its_staff_managed_status(
+    stub: UserServiceAsyncStub, who: callers.Caller
+) -> None:
+    request = user_service_pb2.CreateUserRequest(caller=who, user=a_user(user_status=9), password=PASSWORD)
+
+    created = (await stub.CreateUser(request, timeout=5)).user
+
+    assert created.user_status == 0
+    assert (await get(stub, "ann")).user_status == 0
+    assert (await create(stub, a_user("bob", user_status=9))).user_status == 9  # staff may
+
+
+@pytest.mark.parametrize(
+    "who",
+    [pytest.param(callers.anonymous(), id="anonymous"), pytest.param(callers.customer(5), id="customer")],
+)
+async def test_only_staff_create_users_in_bulk(stub: UserServiceAsyncStub, who: callers.Caller) -> None:
+    request = user_service_pb2.CreateUsersRequest(caller=who, users=[a_create(a_user("bulk"))])
+
+    with fails(PERMISSION_DENIED, "only staff may create users in bulk"):
+        await stub.CreateUsers(request, timeout=5)
+    with fails(NOT_FOUND, "user bulk not found"):
+        await get(stub, "bulk")
+
+
+async def test_a_customer_keeps_its_status_and_id_whatever_it_sends(stub: UserServiceAsyncStub) -> None:
+    ann = await create(stub, a_user(user_status=2))
+    changes = a_user(first_name="Annie", user_status=7, id=ann.id + 50)
+    request = user_service_pb2.UpdateUserRequest(caller=caller(ann.id), username="ann", user=changes)
+
+    reply = await stub.UpdateUser(request, timeout=5)
+
+    assert (reply.user.id, reply.user.user_status, reply.user.first_name) == (ann.id, 2, "Annie")
+    assert await get(stub, "ann") == reply.user
+
+
+@pytest.mark.parametrize(
+    "who",
+    [
+        pytest.param(callers.anonymous(), id="anonymous"),
+        pytest.param(callers.Caller(), id="no-caller"),
+        pytest.param(callers.customer(987_654), id="another-customer"),
+    ],
+)
+async def test_nobody_but_staff_and_the_user_changes_or_deletes_it(
+    stub: UserServiceAsyncStub, who: callers.Caller
+) -> None:
+    ann = await create(stub, a_user())
+    denied = "only staff or the user itself may change this user"
+
+    with fails(PERMISSION_DENIED, denied):
+        await stub.UpdateUser(
+            user_service_pb2.UpdateUserRequest(caller=who, username="ann", user=a_user(first_name="X")),
+            timeout=5,
+        )
+    with fails(PERMISSION_DENIED, denied):
+        await stub.DeleteUser(user_service_pb2.DeleteUserRequest(caller=who, username="ann"), timeout=5)
+    # An absent user is refused the same way: a refusal tells nothing about who exists.
+    with fails(PERMISSION_DENIED, denied):
+        await stub.DeleteUser(user_service_pb2.DeleteUserRequest(caller=who, username="zed"), timeout=5)
+    assert await get(stub, "ann") == ann

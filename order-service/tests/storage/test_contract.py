@@ -167,3 +167,11 @@ async def test_stored_orders_are_copies(store: OrderStore) -> None:
 
     read = await store.get(created.id)
     assert (read.pet_id, read.quantity) == (3, 1)
+
+
+async def test_the_owner_is_kept_and_an_order_without_one_has_none(store: OrderStore) -> None:
+    owned = await store.create(an_order(owner_user_id=41))
+    unowned = await store.create(an_order())
+
+    assert (await store.get(owned.id)).owner_user_id == 41
+    assert not (await store.get(unowned.id)).HasField("owner_user_id")

@@ -1,7 +1,8 @@
 """PetService RPCs: check the request, ask the store, shape the response.
 
 Errors are raised as petstore_common.errors exceptions; the shared server interceptor turns
-them into gRPC statuses with their messages.
+them into gRPC statuses with their messages. The catalogue is the staff's: every change to it
+checks the caller first, so a customer learns nothing (not even whether a pet exists).
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ from typing import Any
 import grpc
 
 from petstore.pet.v1 import pet_service_pb2, pet_service_pb2_grpc
+from petstore_common.callers import require_staff
 from petstore_pet import validation
 from petstore_pet.paging import decode_page_token, encode_page_token, filter_fingerprint
 from petstore_pet.storage.base import PetImage, PetStore
 
 Context = grpc.aio.ServicerContext[Any, Any]
+
+STAFF_ONLY = "only staff may change the catalogue"
 
 
 class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
@@ -32,18 +36,21 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
     async def CreatePet(
         self, request: pet_service_pb2.CreatePetRequest, context: Context
     ) -> pet_service_pb2.CreatePetResponse:
+        require_staff(request.caller, STAFF_ONLY)
         validation.check_new_pet(request.pet)
         return pet_service_pb2.CreatePetResponse(pet=await self._store.create(request.pet))
 
     async def UpdatePet(
         self, request: pet_service_pb2.UpdatePetRequest, context: Context
     ) -> pet_service_pb2.UpdatePetResponse:
+        require_staff(request.caller, STAFF_ONLY)
         fields = validation.update_fields(request.pet, request.update_mask)
         return pet_service_pb2.UpdatePetResponse(pet=await self._store.update(request.pet, fields))
 
     async def DeletePet(
         self, request: pet_service_pb2.DeletePetRequest, context: Context
     ) -> pet_service_pb2.DeletePetResponse:
+        require_staff(request.caller, STAFF_ONLY)
         await self._store.delete(validation.check_id(request.id))
         return pet_service_pb2.DeletePetResponse()
 
@@ -70,6 +77,7 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
     async def UploadPetImage(
         self, request: pet_service_pb2.UploadPetImageRequest, context: Context
     ) -> pet_service_pb2.UploadPetImageResponse:
+        require_staff(request.caller, STAFF_ONLY)
         pet_id = validation.check_id(request.pet_id, "pet_id")
         content_type = validation.image_content_type(request.content_type, request.data)
         validation.check_image_details(request.additional_metadata, request.file_name)

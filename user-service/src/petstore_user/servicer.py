@@ -3,6 +3,10 @@
 Errors are raised as petstore_common.errors exceptions; the shared server interceptor turns
 them into gRPC statuses with their messages. No response or error message ever carries a
 password or a password hash: `User` messages cannot hold one, and messages name fields only.
+
+Who may do what is decided here, from the `Caller` the gateway sends: staff manage every
+account; a customer reads and changes only its own, and never its staff-managed user_status (an
+id never changes); everybody else sees the public view of an account, its id and username.
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ from typing import Any
 
 import grpc
 
-from petstore.user.v1 import user_service_pb2, user_service_pb2_grpc
+from petstore.auth.v1 import caller_pb2
+from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
+from petstore_common.callers import customer_id, is_staff, require_staff
 from petstore_common.errors import InvalidArgument, NotFound, PermissionDenied
 from petstore_user import validation
 from petstore_user.passwords import MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS, Passwords
@@ -23,7 +29,8 @@ from petstore_user.storage.base import Account, UserStore, not_found
 Context = grpc.aio.ServicerContext[Any, Any]
 
 BAD_LOGIN = "invalid username/password supplied"
-NOT_THE_USER = "only the user may change this user"
+NOT_THE_USER = "only staff or the user itself may change this user"
+STAFF_CREATE_MANY = "only staff may create users in bulk"
 SESSION_CLEANUP_INTERVAL_SECONDS = 60.0
 """Expired sessions are deleted at a login at most this often (no TTL index on FerretDB)."""
 
@@ -39,12 +46,16 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         self, request: user_service_pb2.CreateUserRequest, context: Context
     ) -> user_service_pb2.CreateUserResponse:
         validation.check_new_user(request)
-        account = Account(request.user, await self._passwords.hash(request.password))
+        user = request.user
+        if not is_staff(request.caller):
+            user = _with_status(user, 0)  # staff-managed: a sign-up starts at 0
+        account = Account(user, await self._passwords.hash(request.password))
         return user_service_pb2.CreateUserResponse(user=await self._store.create(account))
 
     async def CreateUsers(
         self, request: user_service_pb2.CreateUsersRequest, context: Context
     ) -> user_service_pb2.CreateUsersResponse:
+        require_staff(request.caller, STAFF_CREATE_MANY)
         validation.check_new_users(request.users)  # before any (costly) hashing
         hashes = await asyncio.gather(*(self._passwords.hash(item.password) for item in request.users))
         accounts = [
@@ -57,24 +68,27 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         self, request: user_service_pb2.GetUserRequest, context: Context
     ) -> user_service_pb2.GetUserResponse:
         user = await self._store.get(validation.check_username(request.username))
+        if not (is_staff(request.caller) or customer_id(request.caller) == user.id):
+            user = user_pb2.User(id=user.id, username=user.username)  # the public view
         return user_service_pb2.GetUserResponse(user=user)
 
     async def UpdateUser(
         self, request: user_service_pb2.UpdateUserRequest, context: Context
     ) -> user_service_pb2.UpdateUserResponse:
         username = validation.check_update(request)
-        current = await self._store.get(username)
-        _check_caller(request.caller, current.id)
+        current = await self._changeable(request.caller, username)
+        user = request.user
+        if not is_staff(request.caller):
+            user = _with_status(user, current.user_status)
         password_hash = await self._passwords.hash(request.password) if request.HasField("password") else None
-        updated = await self._store.update(current.id, username, request.user, password_hash)
+        updated = await self._store.update(current.id, username, user, password_hash)
         return user_service_pb2.UpdateUserResponse(user=updated)
 
     async def DeleteUser(
         self, request: user_service_pb2.DeleteUserRequest, context: Context
     ) -> user_service_pb2.DeleteUserResponse:
         username = validation.check_username(request.username)
-        current = await self._store.get(username)
-        _check_caller(request.caller, current.id)
+        current = await self._changeable(request.caller, username)
         await self._store.delete(current.id, username)
         return user_service_pb2.DeleteUserResponse()
 
@@ -121,6 +135,22 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         active = await self._store.is_session_active(session_id, self._tokens.now())
         return user_service_pb2.CheckSessionResponse(active=active)
 
+    async def _changeable(self, caller: caller_pb2.Caller, username: str) -> user_pb2.User:
+        """The user when this caller may change it. Anybody but staff is refused for any user
+        but its own, absent ones included: a refusal tells nothing about who exists."""
+        if is_staff(caller):
+            return await self._store.get(username)
+        customer = customer_id(caller)
+        if customer is None:
+            raise PermissionDenied(NOT_THE_USER)
+        try:
+            current = await self._store.get(username)
+        except NotFound:
+            raise PermissionDenied(NOT_THE_USER) from None
+        if current.id != customer:
+            raise PermissionDenied(NOT_THE_USER)
+        return current
+
     async def _delete_expired_sessions(self) -> None:
         if time.monotonic() < self._next_cleanup:
             return
@@ -128,7 +158,8 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         await self._store.delete_expired_sessions(self._tokens.now())
 
 
-def _check_caller(caller: user_service_pb2.Caller, user_id: int) -> None:
-    """A static key holder (no user_id) may change anyone; a logged-in user only themselves."""
-    if caller.HasField("user_id") and caller.user_id != user_id:
-        raise PermissionDenied(NOT_THE_USER)
+def _with_status(user: user_pb2.User, user_status: int) -> user_pb2.User:
+    copy = user_pb2.User()
+    copy.CopyFrom(user)
+    copy.user_status = user_status
+    return copy

@@ -36,6 +36,8 @@ def order_to_document(order: order_pb2.Order) -> Document:
     name = STATUS_NAMES.get(order.status)
     if name is not None:
         document["status"] = name
+    if order.HasField("owner_user_id"):
+        document["owner_user_id"] = order.owner_user_id
     return document
 
 
@@ -50,6 +52,9 @@ def order_from_document(document: Mapping[str, Any]) -> order_pb2.Order:
     ship_date = document.get("ship_date")
     if ship_date is not None:
         order.ship_date.CopyFrom(datetime_to_timestamp(ship_date))
+    owner = document.get("owner_user_id")
+    if owner is not None:  # orders stored before orders had owners have none: staff only
+        order.owner_user_id = owner
     return order
 
 

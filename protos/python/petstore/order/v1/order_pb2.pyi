@@ -58,6 +58,7 @@ class Order(_message.Message):
     SHIP_DATE_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
     COMPLETE_FIELD_NUMBER: _builtins.int
+    OWNER_USER_ID_FIELD_NUMBER: _builtins.int
     id: _builtins.int
     """The order's identifier: positive and unique; assigned by the server when absent on create."""
     pet_id: _builtins.int
@@ -68,6 +69,10 @@ class Order(_message.Message):
     """The order's status."""
     complete: _builtins.bool
     """Whether the order is complete."""
+    owner_user_id: _builtins.int
+    """The user id of the customer who placed the order; absent when staff placed it (or it was
+    stored before orders had owners). Set by the order service, never by a client.
+    """
     @_builtins.property
     def ship_date(self) -> _timestamp_pb2.Timestamp:
         """When the order ships, if known."""
@@ -81,13 +86,19 @@ class Order(_message.Message):
         ship_date: _timestamp_pb2.Timestamp | None = ...,
         status: Global___OrderStatus.ValueType = ...,
         complete: _builtins.bool = ...,
+        owner_user_id: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_id", b"_id", "id", b"id", "ship_date", b"ship_date"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_id", b"_id", "_owner_user_id", b"_owner_user_id", "id", b"id", "owner_user_id", b"owner_user_id", "ship_date", b"ship_date"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_id", b"_id", "complete", b"complete", "id", b"id", "pet_id", b"pet_id", "quantity", b"quantity", "ship_date", b"ship_date", "status", b"status"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_id", b"_id", "_owner_user_id", b"_owner_user_id", "complete", b"complete", "id", b"id", "owner_user_id", b"owner_user_id", "pet_id", b"pet_id", "quantity", b"quantity", "ship_date", b"ship_date", "status", b"status"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__id: _TypeAlias = _typing.Literal["id"]  # noqa: Y015
     _WhichOneofArgType__id: _TypeAlias = _typing.Literal["_id", b"_id"]  # noqa: Y015
+    _WhichOneofReturnType__owner_user_id: _TypeAlias = _typing.Literal["owner_user_id"]  # noqa: Y015
+    _WhichOneofArgType__owner_user_id: _TypeAlias = _typing.Literal["_owner_user_id", b"_owner_user_id"]  # noqa: Y015
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__id) -> _WhichOneofReturnType__id | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__owner_user_id) -> _WhichOneofReturnType__owner_user_id | None: ...
 
 Global___Order: _TypeAlias = Order  # noqa: Y015

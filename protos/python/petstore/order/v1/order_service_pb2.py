@@ -22,28 +22,29 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from petstore.auth.v1 import caller_pb2 as petstore_dot_auth_dot_v1_dot_caller__pb2
 from petstore.order.v1 import order_pb2 as petstore_dot_order_dot_v1_dot_order__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%petstore/order/v1/order_service.proto\x12\x11petstore.order.v1\x1a\x1dpetstore/order/v1/order.proto\"=\n\x12\x43reateOrderRequest\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\">\n\x13\x43reateOrderResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\"\x1d\n\x0fGetOrderRequest\x12\n\n\x02id\x18\x01 \x01(\x03\";\n\x10GetOrderResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\" \n\x12\x44\x65leteOrderRequest\x12\n\n\x02id\x18\x01 \x01(\x03\"\x15\n\x13\x44\x65leteOrderResponse2\x9f\x02\n\x0cOrderService\x12\\\n\x0b\x43reateOrder\x12%.petstore.order.v1.CreateOrderRequest\x1a&.petstore.order.v1.CreateOrderResponse\x12S\n\x08GetOrder\x12\".petstore.order.v1.GetOrderRequest\x1a#.petstore.order.v1.GetOrderResponse\x12\\\n\x0b\x44\x65leteOrder\x12%.petstore.order.v1.DeleteOrderRequest\x1a&.petstore.order.v1.DeleteOrderResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%petstore/order/v1/order_service.proto\x12\x11petstore.order.v1\x1a\x1dpetstore/auth/v1/caller.proto\x1a\x1dpetstore/order/v1/order.proto\"g\n\x12\x43reateOrderRequest\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\">\n\x13\x43reateOrderResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\"G\n\x0fGetOrderRequest\x12\n\n\x02id\x18\x01 \x01(\x03\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\";\n\x10GetOrderResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\"J\n\x12\x44\x65leteOrderRequest\x12\n\n\x02id\x18\x01 \x01(\x03\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"\x15\n\x13\x44\x65leteOrderResponse2\x9f\x02\n\x0cOrderService\x12\\\n\x0b\x43reateOrder\x12%.petstore.order.v1.CreateOrderRequest\x1a&.petstore.order.v1.CreateOrderResponse\x12S\n\x08GetOrder\x12\".petstore.order.v1.GetOrderRequest\x1a#.petstore.order.v1.GetOrderResponse\x12\\\n\x0b\x44\x65leteOrder\x12%.petstore.order.v1.DeleteOrderRequest\x1a&.petstore.order.v1.DeleteOrderResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'petstore.order.v1.order_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CREATEORDERREQUEST']._serialized_start=91
-  _globals['_CREATEORDERREQUEST']._serialized_end=152
-  _globals['_CREATEORDERRESPONSE']._serialized_start=154
-  _globals['_CREATEORDERRESPONSE']._serialized_end=216
-  _globals['_GETORDERREQUEST']._serialized_start=218
-  _globals['_GETORDERREQUEST']._serialized_end=247
-  _globals['_GETORDERRESPONSE']._serialized_start=249
-  _globals['_GETORDERRESPONSE']._serialized_end=308
-  _globals['_DELETEORDERREQUEST']._serialized_start=310
-  _globals['_DELETEORDERREQUEST']._serialized_end=342
-  _globals['_DELETEORDERRESPONSE']._serialized_start=344
-  _globals['_DELETEORDERRESPONSE']._serialized_end=365
-  _globals['_ORDERSERVICE']._serialized_start=368
-  _globals['_ORDERSERVICE']._serialized_end=655
+  _globals['_CREATEORDERREQUEST']._serialized_start=122
+  _globals['_CREATEORDERREQUEST']._serialized_end=225
+  _globals['_CREATEORDERRESPONSE']._serialized_start=227
+  _globals['_CREATEORDERRESPONSE']._serialized_end=289
+  _globals['_GETORDERREQUEST']._serialized_start=291
+  _globals['_GETORDERREQUEST']._serialized_end=362
+  _globals['_GETORDERRESPONSE']._serialized_start=364
+  _globals['_GETORDERRESPONSE']._serialized_end=423
+  _globals['_DELETEORDERREQUEST']._serialized_start=425
+  _globals['_DELETEORDERREQUEST']._serialized_end=499
+  _globals['_DELETEORDERRESPONSE']._serialized_start=501
+  _globals['_DELETEORDERRESPONSE']._serialized_end=522
+  _globals['_ORDERSERVICE']._serialized_start=525
+  _globals['_ORDERSERVICE']._serialized_end=812
 # @@protoc_insertion_point(module_scope)

@@ -5,6 +5,7 @@ isort:skip_file
 
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from petstore.auth.v1 import caller_pb2 as _caller_pb2
 from petstore.order.v1 import order_pb2 as _order_pb2
 import builtins as _builtins
 import sys
@@ -24,18 +25,26 @@ class CreateOrderRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     ORDER_FIELD_NUMBER: _builtins.int
+    CALLER_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def order(self) -> _order_pb2.Order:
-        """The order to store; its id is assigned by the server when absent."""
+        """The order to store; its id is assigned by the server when absent. Its owner is the
+        caller (a customer) or nobody (staff); an owner given here is ignored.
+        """
+
+    @_builtins.property
+    def caller(self) -> _caller_pb2.Caller:
+        """Who asks."""
 
     def __init__(
         self,
         *,
         order: _order_pb2.Order | None = ...,
+        caller: _caller_pb2.Caller | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["order", b"order"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "order", b"order"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["order", b"order"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "order", b"order"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -72,16 +81,22 @@ class GetOrderRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     ID_FIELD_NUMBER: _builtins.int
+    CALLER_FIELD_NUMBER: _builtins.int
     id: _builtins.int
     """The id of the order to return."""
+    @_builtins.property
+    def caller(self) -> _caller_pb2.Caller:
+        """Who asks."""
+
     def __init__(
         self,
         *,
         id: _builtins.int = ...,
+        caller: _caller_pb2.Caller | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "id", b"id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -118,16 +133,22 @@ class DeleteOrderRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     ID_FIELD_NUMBER: _builtins.int
+    CALLER_FIELD_NUMBER: _builtins.int
     id: _builtins.int
     """The id of the order to remove."""
+    @_builtins.property
+    def caller(self) -> _caller_pb2.Caller:
+        """Who asks."""
+
     def __init__(
         self,
         *,
         id: _builtins.int = ...,
+        caller: _caller_pb2.Caller | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "id", b"id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

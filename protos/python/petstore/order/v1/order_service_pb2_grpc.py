@@ -26,7 +26,8 @@ if _version_not_supported:
 
 
 class OrderServiceStub:
-    """Owns the store's orders.
+    """Owns the store's orders. A customer's order belongs to that customer: other customers are
+    answered NOT_FOUND for it, as if it did not exist. Staff see and change every order.
     """
 
     def __init__(self, channel):
@@ -53,26 +54,28 @@ class OrderServiceStub:
 
 
 class OrderServiceServicer:
-    """Owns the store's orders.
+    """Owns the store's orders. A customer's order belongs to that customer: other customers are
+    answered NOT_FOUND for it, as if it did not exist. Staff see and change every order.
     """
 
     def CreateOrder(self, request, context):
         """Stores a new order after checking that its pet exists: NOT_FOUND when the pet is absent,
-        UNAVAILABLE when the pet service cannot be asked, ALREADY_EXISTS when the id is taken.
+        UNAVAILABLE when the pet service cannot be asked, ALREADY_EXISTS when the id is taken,
+        PERMISSION_DENIED for an anonymous caller.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetOrder(self, request, context):
-        """Returns one order; NOT_FOUND when absent.
+        """Returns one order; NOT_FOUND when absent or not the caller's.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def DeleteOrder(self, request, context):
-        """Removes an order; NOT_FOUND when absent.
+        """Removes an order; NOT_FOUND when absent or not the caller's.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -105,7 +108,8 @@ def add_OrderServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class OrderService:
-    """Owns the store's orders.
+    """Owns the store's orders. A customer's order belongs to that customer: other customers are
+    answered NOT_FOUND for it, as if it did not exist. Staff see and change every order.
     """
 
     @staticmethod

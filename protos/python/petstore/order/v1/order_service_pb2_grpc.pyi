@@ -27,7 +27,9 @@ GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
 class OrderServiceStub:
-    """Owns the store's orders."""
+    """Owns the store's orders. A customer's order belongs to that customer: other customers are
+    answered NOT_FOUND for it, as if it did not exist. Staff see and change every order.
+    """
 
     @_typing.overload
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
@@ -35,29 +37,35 @@ class OrderServiceStub:
     def __new__(cls, channel: _aio.Channel) -> OrderServiceAsyncStub: ...
     CreateOrder: _grpc.UnaryUnaryMultiCallable[_order_service_pb2.CreateOrderRequest, _order_service_pb2.CreateOrderResponse]
     """Stores a new order after checking that its pet exists: NOT_FOUND when the pet is absent,
-    UNAVAILABLE when the pet service cannot be asked, ALREADY_EXISTS when the id is taken.
+    UNAVAILABLE when the pet service cannot be asked, ALREADY_EXISTS when the id is taken,
+    PERMISSION_DENIED for an anonymous caller.
     """
     GetOrder: _grpc.UnaryUnaryMultiCallable[_order_service_pb2.GetOrderRequest, _order_service_pb2.GetOrderResponse]
-    """Returns one order; NOT_FOUND when absent."""
+    """Returns one order; NOT_FOUND when absent or not the caller's."""
     DeleteOrder: _grpc.UnaryUnaryMultiCallable[_order_service_pb2.DeleteOrderRequest, _order_service_pb2.DeleteOrderResponse]
-    """Removes an order; NOT_FOUND when absent."""
+    """Removes an order; NOT_FOUND when absent or not the caller's."""
 
 @_typing.type_check_only
 class OrderServiceAsyncStub(OrderServiceStub):
-    """Owns the store's orders."""
+    """Owns the store's orders. A customer's order belongs to that customer: other customers are
+    answered NOT_FOUND for it, as if it did not exist. Staff see and change every order.
+    """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     CreateOrder: _aio.UnaryUnaryMultiCallable[_order_service_pb2.CreateOrderRequest, _order_service_pb2.CreateOrderResponse]  # type: ignore[assignment]
     """Stores a new order after checking that its pet exists: NOT_FOUND when the pet is absent,
-    UNAVAILABLE when the pet service cannot be asked, ALREADY_EXISTS when the id is taken.
+    UNAVAILABLE when the pet service cannot be asked, ALREADY_EXISTS when the id is taken,
+    PERMISSION_DENIED for an anonymous caller.
     """
     GetOrder: _aio.UnaryUnaryMultiCallable[_order_service_pb2.GetOrderRequest, _order_service_pb2.GetOrderResponse]  # type: ignore[assignment]
-    """Returns one order; NOT_FOUND when absent."""
+    """Returns one order; NOT_FOUND when absent or not the caller's."""
     DeleteOrder: _aio.UnaryUnaryMultiCallable[_order_service_pb2.DeleteOrderRequest, _order_service_pb2.DeleteOrderResponse]  # type: ignore[assignment]
-    """Removes an order; NOT_FOUND when absent."""
+    """Removes an order; NOT_FOUND when absent or not the caller's."""
 
 class OrderServiceServicer(metaclass=_abc_1.ABCMeta):
-    """Owns the store's orders."""
+    """Owns the store's orders. A customer's order belongs to that customer: other customers are
+    answered NOT_FOUND for it, as if it did not exist. Staff see and change every order.
+    """
 
     @_abc_1.abstractmethod
     def CreateOrder(
@@ -66,7 +74,8 @@ class OrderServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_order_service_pb2.CreateOrderResponse, _abc.Awaitable[_order_service_pb2.CreateOrderResponse]]:
         """Stores a new order after checking that its pet exists: NOT_FOUND when the pet is absent,
-        UNAVAILABLE when the pet service cannot be asked, ALREADY_EXISTS when the id is taken.
+        UNAVAILABLE when the pet service cannot be asked, ALREADY_EXISTS when the id is taken,
+        PERMISSION_DENIED for an anonymous caller.
         """
 
     @_abc_1.abstractmethod
@@ -75,7 +84,7 @@ class OrderServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _order_service_pb2.GetOrderRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_order_service_pb2.GetOrderResponse, _abc.Awaitable[_order_service_pb2.GetOrderResponse]]:
-        """Returns one order; NOT_FOUND when absent."""
+        """Returns one order; NOT_FOUND when absent or not the caller's."""
 
     @_abc_1.abstractmethod
     def DeleteOrder(
@@ -83,6 +92,6 @@ class OrderServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _order_service_pb2.DeleteOrderRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_order_service_pb2.DeleteOrderResponse, _abc.Awaitable[_order_service_pb2.DeleteOrderResponse]]:
-        """Removes an order; NOT_FOUND when absent."""
+        """Removes an order; NOT_FOUND when absent or not the caller's."""
 
 def add_OrderServiceServicer_to_server(servicer: OrderServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

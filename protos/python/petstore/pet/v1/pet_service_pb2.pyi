@@ -8,6 +8,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from petstore.auth.v1 import caller_pb2 as _caller_pb2
 from petstore.pet.v1 import pet_pb2 as _pet_pb2
 import builtins as _builtins
 import sys
@@ -73,18 +74,24 @@ class CreatePetRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     PET_FIELD_NUMBER: _builtins.int
+    CALLER_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def pet(self) -> _pet_pb2.Pet:
         """The pet to store; its id is assigned by the server when absent."""
+
+    @_builtins.property
+    def caller(self) -> _caller_pb2.Caller:
+        """Who asks."""
 
     def __init__(
         self,
         *,
         pet: _pet_pb2.Pet | None = ...,
+        caller: _caller_pb2.Caller | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["pet", b"pet"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "pet", b"pet"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["pet", b"pet"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "pet", b"pet"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -122,6 +129,7 @@ class UpdatePetRequest(_message.Message):
 
     PET_FIELD_NUMBER: _builtins.int
     UPDATE_MASK_FIELD_NUMBER: _builtins.int
+    CALLER_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def pet(self) -> _pet_pb2.Pet:
         """The pet to write; its id names the pet to update."""
@@ -130,15 +138,20 @@ class UpdatePetRequest(_message.Message):
     def update_mask(self) -> _field_mask_pb2.FieldMask:
         """The fields of pet to write (e.g. "name", "status"); all fields when empty."""
 
+    @_builtins.property
+    def caller(self) -> _caller_pb2.Caller:
+        """Who asks."""
+
     def __init__(
         self,
         *,
         pet: _pet_pb2.Pet | None = ...,
         update_mask: _field_mask_pb2.FieldMask | None = ...,
+        caller: _caller_pb2.Caller | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["pet", b"pet", "update_mask", b"update_mask"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "pet", b"pet", "update_mask", b"update_mask"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["pet", b"pet", "update_mask", b"update_mask"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "pet", b"pet", "update_mask", b"update_mask"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -175,16 +188,22 @@ class DeletePetRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     ID_FIELD_NUMBER: _builtins.int
+    CALLER_FIELD_NUMBER: _builtins.int
     id: _builtins.int
     """The id of the pet to remove."""
+    @_builtins.property
+    def caller(self) -> _caller_pb2.Caller:
+        """Who asks."""
+
     def __init__(
         self,
         *,
         id: _builtins.int = ...,
+        caller: _caller_pb2.Caller | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "id", b"id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -345,6 +364,7 @@ class UploadPetImageRequest(_message.Message):
     DATA_FIELD_NUMBER: _builtins.int
     ADDITIONAL_METADATA_FIELD_NUMBER: _builtins.int
     FILE_NAME_FIELD_NUMBER: _builtins.int
+    CALLER_FIELD_NUMBER: _builtins.int
     pet_id: _builtins.int
     """The id of the pet the image shows."""
     content_type: _builtins.str
@@ -355,6 +375,10 @@ class UploadPetImageRequest(_message.Message):
     """Free text the client sent with the image."""
     file_name: _builtins.str
     """The file name the client gave, for display only; never used as a path."""
+    @_builtins.property
+    def caller(self) -> _caller_pb2.Caller:
+        """Who asks."""
+
     def __init__(
         self,
         *,
@@ -363,10 +387,11 @@ class UploadPetImageRequest(_message.Message):
         data: _builtins.bytes = ...,
         additional_metadata: _builtins.str = ...,
         file_name: _builtins.str = ...,
+        caller: _caller_pb2.Caller | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["additional_metadata", b"additional_metadata", "content_type", b"content_type", "data", b"data", "file_name", b"file_name", "pet_id", b"pet_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["additional_metadata", b"additional_metadata", "caller", b"caller", "content_type", b"content_type", "data", b"data", "file_name", b"file_name", "pet_id", b"pet_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

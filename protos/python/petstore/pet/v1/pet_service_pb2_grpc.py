@@ -84,7 +84,8 @@ class PetServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def CreatePet(self, request, context):
-        """Stores a new pet; ALREADY_EXISTS when the client-chosen id is taken.
+        """Stores a new pet; ALREADY_EXISTS when the client-chosen id is taken. Every change to the
+        catalogue (create, update, delete, images) is PERMISSION_DENIED unless the caller is staff.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -36,7 +36,9 @@ class PetServiceStub:
     GetPet: _grpc.UnaryUnaryMultiCallable[_pet_service_pb2.GetPetRequest, _pet_service_pb2.GetPetResponse]
     """Returns one pet; NOT_FOUND when no pet has the id."""
     CreatePet: _grpc.UnaryUnaryMultiCallable[_pet_service_pb2.CreatePetRequest, _pet_service_pb2.CreatePetResponse]
-    """Stores a new pet; ALREADY_EXISTS when the client-chosen id is taken."""
+    """Stores a new pet; ALREADY_EXISTS when the client-chosen id is taken. Every change to the
+    catalogue (create, update, delete, images) is PERMISSION_DENIED unless the caller is staff.
+    """
     UpdatePet: _grpc.UnaryUnaryMultiCallable[_pet_service_pb2.UpdatePetRequest, _pet_service_pb2.UpdatePetResponse]
     """Replaces a pet, or the fields named by the update mask; NOT_FOUND when absent."""
     DeletePet: _grpc.UnaryUnaryMultiCallable[_pet_service_pb2.DeletePetRequest, _pet_service_pb2.DeletePetResponse]
@@ -56,7 +58,9 @@ class PetServiceAsyncStub(PetServiceStub):
     GetPet: _aio.UnaryUnaryMultiCallable[_pet_service_pb2.GetPetRequest, _pet_service_pb2.GetPetResponse]  # type: ignore[assignment]
     """Returns one pet; NOT_FOUND when no pet has the id."""
     CreatePet: _aio.UnaryUnaryMultiCallable[_pet_service_pb2.CreatePetRequest, _pet_service_pb2.CreatePetResponse]  # type: ignore[assignment]
-    """Stores a new pet; ALREADY_EXISTS when the client-chosen id is taken."""
+    """Stores a new pet; ALREADY_EXISTS when the client-chosen id is taken. Every change to the
+    catalogue (create, update, delete, images) is PERMISSION_DENIED unless the caller is staff.
+    """
     UpdatePet: _aio.UnaryUnaryMultiCallable[_pet_service_pb2.UpdatePetRequest, _pet_service_pb2.UpdatePetResponse]  # type: ignore[assignment]
     """Replaces a pet, or the fields named by the update mask; NOT_FOUND when absent."""
     DeletePet: _aio.UnaryUnaryMultiCallable[_pet_service_pb2.DeletePetRequest, _pet_service_pb2.DeletePetResponse]  # type: ignore[assignment]
@@ -85,7 +89,9 @@ class PetServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _pet_service_pb2.CreatePetRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_pet_service_pb2.CreatePetResponse, _abc.Awaitable[_pet_service_pb2.CreatePetResponse]]:
-        """Stores a new pet; ALREADY_EXISTS when the client-chosen id is taken."""
+        """Stores a new pet; ALREADY_EXISTS when the client-chosen id is taken. Every change to the
+        catalogue (create, update, delete, images) is PERMISSION_DENIED unless the caller is staff.
+        """
 
     @_abc_1.abstractmethod
     def UpdatePet(

@@ -8,6 +8,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
+from petstore.auth.v1 import caller_pb2 as _caller_pb2
 from petstore.user.v1 import user_pb2 as _user_pb2
 import builtins as _builtins
 import sys
@@ -28,21 +29,27 @@ class CreateUserRequest(_message.Message):
 
     USER_FIELD_NUMBER: _builtins.int
     PASSWORD_FIELD_NUMBER: _builtins.int
+    CALLER_FIELD_NUMBER: _builtins.int
     password: _builtins.str
     """The user's password in clear; only its hash is stored."""
     @_builtins.property
     def user(self) -> _user_pb2.User:
         """The user to create."""
 
+    @_builtins.property
+    def caller(self) -> _caller_pb2.Caller:
+        """Who asks (unset inside CreateUsersRequest: the batch's caller applies)."""
+
     def __init__(
         self,
         *,
         user: _user_pb2.User | None = ...,
         password: _builtins.str = ...,
+        caller: _caller_pb2.Caller | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["user", b"user"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "user", b"user"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["password", b"password", "user", b"user"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "password", b"password", "user", b"user"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -79,18 +86,24 @@ class CreateUsersRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     USERS_FIELD_NUMBER: _builtins.int
+    CALLER_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def users(self) -> _containers.RepeatedCompositeFieldContainer[Global___CreateUserRequest]:
         """The users to create, in order."""
+
+    @_builtins.property
+    def caller(self) -> _caller_pb2.Caller:
+        """Who asks."""
 
     def __init__(
         self,
         *,
         users: _abc.Iterable[Global___CreateUserRequest] | None = ...,
+        caller: _caller_pb2.Caller | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["users", b"users"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "users", b"users"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -127,16 +140,22 @@ class GetUserRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     USERNAME_FIELD_NUMBER: _builtins.int
+    CALLER_FIELD_NUMBER: _builtins.int
     username: _builtins.str
     """The username of the user to return."""
+    @_builtins.property
+    def caller(self) -> _caller_pb2.Caller:
+        """Who asks."""
+
     def __init__(
         self,
         *,
         username: _builtins.str = ...,
+        caller: _caller_pb2.Caller | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["username", b"username"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "username", b"username"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -167,30 +186,6 @@ class GetUserResponse(_message.Message):
 Global___GetUserResponse: _TypeAlias = GetUserResponse  # noqa: Y015
 
 @_typing.final
-class Caller(_message.Message):
-    """Who asks for a change, as the gateway authenticated them."""
-
-    DESCRIPTOR: _descriptor.Descriptor
-
-    USER_ID_FIELD_NUMBER: _builtins.int
-    user_id: _builtins.int
-    """The id of the logged-in user; absent for a holder of a static api key."""
-    def __init__(
-        self,
-        *,
-        user_id: _builtins.int | None = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_user_id", b"_user_id", "user_id", b"user_id"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_user_id", b"_user_id", "user_id", b"user_id"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType__user_id: _TypeAlias = _typing.Literal["user_id"]  # noqa: Y015
-    _WhichOneofArgType__user_id: _TypeAlias = _typing.Literal["_user_id", b"_user_id"]  # noqa: Y015
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__user_id) -> _WhichOneofReturnType__user_id | None: ...
-
-Global___Caller: _TypeAlias = Caller  # noqa: Y015
-
-@_typing.final
 class UpdateUserRequest(_message.Message):
     """The request of UpdateUser."""
 
@@ -209,7 +204,7 @@ class UpdateUserRequest(_message.Message):
         """The user's new fields; a different username renames the user."""
 
     @_builtins.property
-    def caller(self) -> Global___Caller:
+    def caller(self) -> _caller_pb2.Caller:
         """Who asks."""
 
     def __init__(
@@ -218,7 +213,7 @@ class UpdateUserRequest(_message.Message):
         username: _builtins.str = ...,
         user: _user_pb2.User | None = ...,
         password: _builtins.str | None = ...,
-        caller: Global___Caller | None = ...,
+        caller: _caller_pb2.Caller | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_password", b"_password", "caller", b"caller", "password", b"password", "user", b"user"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
@@ -265,14 +260,14 @@ class DeleteUserRequest(_message.Message):
     username: _builtins.str
     """The username of the user to remove."""
     @_builtins.property
-    def caller(self) -> Global___Caller:
+    def caller(self) -> _caller_pb2.Caller:
         """Who asks."""
 
     def __init__(
         self,
         *,
         username: _builtins.str = ...,
-        caller: Global___Caller | None = ...,
+        caller: _caller_pb2.Caller | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...

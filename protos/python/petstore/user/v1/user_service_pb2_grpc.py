@@ -26,7 +26,9 @@ if _version_not_supported:
 
 
 class UserServiceStub:
-    """Owns user accounts, their password hashes and login sessions.
+    """Owns user accounts, their password hashes and login sessions. Staff manage every account;
+    a customer reads and changes only its own; everybody else sees the public view (id and
+    username) of an account.
     """
 
     def __init__(self, channel):
@@ -78,11 +80,14 @@ class UserServiceStub:
 
 
 class UserServiceServicer:
-    """Owns user accounts, their password hashes and login sessions.
+    """Owns user accounts, their password hashes and login sessions. Staff manage every account;
+    a customer reads and changes only its own; everybody else sees the public view (id and
+    username) of an account.
     """
 
     def CreateUser(self, request, context):
-        """Creates a user; ALREADY_EXISTS when the username or client-chosen id is taken.
+        """Creates a user (signing up is open to everyone); ALREADY_EXISTS when the username or
+        client-chosen id is taken. Only staff set user_status: anybody else's new user has 0.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -90,27 +95,30 @@ class UserServiceServicer:
 
     def CreateUsers(self, request, context):
         """Creates several users, all or none; the error names the first one rejected.
+        PERMISSION_DENIED unless the caller is staff.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetUser(self, request, context):
-        """Returns one user; NOT_FOUND when absent.
+        """Returns one user: the whole record to staff and to the user itself, the public view
+        (id and username) to everybody else; NOT_FOUND when absent.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def UpdateUser(self, request, context):
-        """Replaces a user; PERMISSION_DENIED when the caller is another user.
+        """Replaces a user; PERMISSION_DENIED unless the caller is staff or that user. A customer
+        cannot change its own id or user_status: the stored values are kept.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def DeleteUser(self, request, context):
-        """Removes a user; PERMISSION_DENIED when the caller is another user.
+        """Removes a user; PERMISSION_DENIED unless the caller is staff or that user.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -190,7 +198,9 @@ def add_UserServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class UserService:
-    """Owns user accounts, their password hashes and login sessions.
+    """Owns user accounts, their password hashes and login sessions. Staff manage every account;
+    a customer reads and changes only its own; everybody else sees the public view (id and
+    username) of an account.
     """
 
     @staticmethod

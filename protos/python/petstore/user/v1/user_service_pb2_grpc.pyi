@@ -27,22 +27,33 @@ GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
 class UserServiceStub:
-    """Owns user accounts, their password hashes and login sessions."""
+    """Owns user accounts, their password hashes and login sessions. Staff manage every account;
+    a customer reads and changes only its own; everybody else sees the public view (id and
+    username) of an account.
+    """
 
     @_typing.overload
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> UserServiceAsyncStub: ...
     CreateUser: _grpc.UnaryUnaryMultiCallable[_user_service_pb2.CreateUserRequest, _user_service_pb2.CreateUserResponse]
-    """Creates a user; ALREADY_EXISTS when the username or client-chosen id is taken."""
+    """Creates a user (signing up is open to everyone); ALREADY_EXISTS when the username or
+    client-chosen id is taken. Only staff set user_status: anybody else's new user has 0.
+    """
     CreateUsers: _grpc.UnaryUnaryMultiCallable[_user_service_pb2.CreateUsersRequest, _user_service_pb2.CreateUsersResponse]
-    """Creates several users, all or none; the error names the first one rejected."""
+    """Creates several users, all or none; the error names the first one rejected.
+    PERMISSION_DENIED unless the caller is staff.
+    """
     GetUser: _grpc.UnaryUnaryMultiCallable[_user_service_pb2.GetUserRequest, _user_service_pb2.GetUserResponse]
-    """Returns one user; NOT_FOUND when absent."""
+    """Returns one user: the whole record to staff and to the user itself, the public view
+    (id and username) to everybody else; NOT_FOUND when absent.
+    """
     UpdateUser: _grpc.UnaryUnaryMultiCallable[_user_service_pb2.UpdateUserRequest, _user_service_pb2.UpdateUserResponse]
-    """Replaces a user; PERMISSION_DENIED when the caller is another user."""
+    """Replaces a user; PERMISSION_DENIED unless the caller is staff or that user. A customer
+    cannot change its own id or user_status: the stored values are kept.
+    """
     DeleteUser: _grpc.UnaryUnaryMultiCallable[_user_service_pb2.DeleteUserRequest, _user_service_pb2.DeleteUserResponse]
-    """Removes a user; PERMISSION_DENIED when the caller is another user."""
+    """Removes a user; PERMISSION_DENIED unless the caller is staff or that user."""
     Login: _grpc.UnaryUnaryMultiCallable[_user_service_pb2.LoginRequest, _user_service_pb2.LoginResponse]
     """Checks a password and opens a session: INVALID_ARGUMENT on a wrong password,
     NOT_FOUND for an unknown user.
@@ -54,19 +65,30 @@ class UserServiceStub:
 
 @_typing.type_check_only
 class UserServiceAsyncStub(UserServiceStub):
-    """Owns user accounts, their password hashes and login sessions."""
+    """Owns user accounts, their password hashes and login sessions. Staff manage every account;
+    a customer reads and changes only its own; everybody else sees the public view (id and
+    username) of an account.
+    """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     CreateUser: _aio.UnaryUnaryMultiCallable[_user_service_pb2.CreateUserRequest, _user_service_pb2.CreateUserResponse]  # type: ignore[assignment]
-    """Creates a user; ALREADY_EXISTS when the username or client-chosen id is taken."""
+    """Creates a user (signing up is open to everyone); ALREADY_EXISTS when the username or
+    client-chosen id is taken. Only staff set user_status: anybody else's new user has 0.
+    """
     CreateUsers: _aio.UnaryUnaryMultiCallable[_user_service_pb2.CreateUsersRequest, _user_service_pb2.CreateUsersResponse]  # type: ignore[assignment]
-    """Creates several users, all or none; the error names the first one rejected."""
+    """Creates several users, all or none; the error names the first one rejected.
+    PERMISSION_DENIED unless the caller is staff.
+    """
     GetUser: _aio.UnaryUnaryMultiCallable[_user_service_pb2.GetUserRequest, _user_service_pb2.GetUserResponse]  # type: ignore[assignment]
-    """Returns one user; NOT_FOUND when absent."""
+    """Returns one user: the whole record to staff and to the user itself, the public view
+    (id and username) to everybody else; NOT_FOUND when absent.
+    """
     UpdateUser: _aio.UnaryUnaryMultiCallable[_user_service_pb2.UpdateUserRequest, _user_service_pb2.UpdateUserResponse]  # type: ignore[assignment]
-    """Replaces a user; PERMISSION_DENIED when the caller is another user."""
+    """Replaces a user; PERMISSION_DENIED unless the caller is staff or that user. A customer
+    cannot change its own id or user_status: the stored values are kept.
+    """
     DeleteUser: _aio.UnaryUnaryMultiCallable[_user_service_pb2.DeleteUserRequest, _user_service_pb2.DeleteUserResponse]  # type: ignore[assignment]
-    """Removes a user; PERMISSION_DENIED when the caller is another user."""
+    """Removes a user; PERMISSION_DENIED unless the caller is staff or that user."""
     Login: _aio.UnaryUnaryMultiCallable[_user_service_pb2.LoginRequest, _user_service_pb2.LoginResponse]  # type: ignore[assignment]
     """Checks a password and opens a session: INVALID_ARGUMENT on a wrong password,
     NOT_FOUND for an unknown user.
@@ -77,7 +99,10 @@ class UserServiceAsyncStub(UserServiceStub):
     """Tells whether a session is still open (not ended by Logout, not expired)."""
 
 class UserServiceServicer(metaclass=_abc_1.ABCMeta):
-    """Owns user accounts, their password hashes and login sessions."""
+    """Owns user accounts, their password hashes and login sessions. Staff manage every account;
+    a customer reads and changes only its own; everybody else sees the public view (id and
+    username) of an account.
+    """
 
     @_abc_1.abstractmethod
     def CreateUser(
@@ -85,7 +110,9 @@ class UserServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _user_service_pb2.CreateUserRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_user_service_pb2.CreateUserResponse, _abc.Awaitable[_user_service_pb2.CreateUserResponse]]:
-        """Creates a user; ALREADY_EXISTS when the username or client-chosen id is taken."""
+        """Creates a user (signing up is open to everyone); ALREADY_EXISTS when the username or
+        client-chosen id is taken. Only staff set user_status: anybody else's new user has 0.
+        """
 
     @_abc_1.abstractmethod
     def CreateUsers(
@@ -93,7 +120,9 @@ class UserServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _user_service_pb2.CreateUsersRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_user_service_pb2.CreateUsersResponse, _abc.Awaitable[_user_service_pb2.CreateUsersResponse]]:
-        """Creates several users, all or none; the error names the first one rejected."""
+        """Creates several users, all or none; the error names the first one rejected.
+        PERMISSION_DENIED unless the caller is staff.
+        """
 
     @_abc_1.abstractmethod
     def GetUser(
@@ -101,7 +130,9 @@ class UserServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _user_service_pb2.GetUserRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_user_service_pb2.GetUserResponse, _abc.Awaitable[_user_service_pb2.GetUserResponse]]:
-        """Returns one user; NOT_FOUND when absent."""
+        """Returns one user: the whole record to staff and to the user itself, the public view
+        (id and username) to everybody else; NOT_FOUND when absent.
+        """
 
     @_abc_1.abstractmethod
     def UpdateUser(
@@ -109,7 +140,9 @@ class UserServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _user_service_pb2.UpdateUserRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_user_service_pb2.UpdateUserResponse, _abc.Awaitable[_user_service_pb2.UpdateUserResponse]]:
-        """Replaces a user; PERMISSION_DENIED when the caller is another user."""
+        """Replaces a user; PERMISSION_DENIED unless the caller is staff or that user. A customer
+        cannot change its own id or user_status: the stored values are kept.
+        """
 
     @_abc_1.abstractmethod
     def DeleteUser(
@@ -117,7 +150,7 @@ class UserServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _user_service_pb2.DeleteUserRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_user_service_pb2.DeleteUserResponse, _abc.Awaitable[_user_service_pb2.DeleteUserResponse]]:
-        """Removes a user; PERMISSION_DENIED when the caller is another user."""
+        """Removes a user; PERMISSION_DENIED unless the caller is staff or that user."""
 
     @_abc_1.abstractmethod
     def Login(
