@@ -24,7 +24,7 @@ def test_a_customer_has_its_user_id_and_is_not_staff() -> None:
         callers.anonymous(),
         caller_pb2.Caller(kind=caller_pb2.CALLER_KIND_CUSTOMER),  # a customer without an id
         caller_pb2.Caller(kind=caller_pb2.CALLER_KIND_CUSTOMER, user_id=-3),
-        caller_pb2.Caller(kind=99, user_id=1),  # a kind this code does not know
+        caller_pb2.Caller(kind=caller_pb2.CallerKind.ValueType(99), user_id=1),  # unknown kind
     ],
 )
 def test_anything_else_is_granted_nothing(caller: caller_pb2.Caller) -> None:

@@ -12,6 +12,7 @@ import grpc
 import jwt
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from petstore.auth.v1 import caller_pb2
 from petstore.order.v1 import order_pb2, order_service_pb2, order_service_pb2_grpc
 from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
 from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
@@ -48,6 +49,8 @@ class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
         self.pets: dict[int, pet_pb2.Pet] = {}
         self.images: list[pet_service_pb2.UploadPetImageRequest] = []
         self.last_list: pet_service_pb2.ListPetsRequest | None = None
+        self.callers: list[caller_pb2.Caller] = []
+        """The caller of every change, in order."""
         self._next_id = 1000
 
     def add(
@@ -75,6 +78,9 @@ class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
     async def CreatePet(
         self, request: pet_service_pb2.CreatePetRequest, context: Context
     ) -> pet_service_pb2.CreatePetResponse:
+        self.callers.append(request.caller)
+        if request.caller.kind != caller_pb2.CALLER_KIND_STAFF:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, "only staff may change the catalogue")
         pet = pet_pb2.Pet()
         pet.CopyFrom(request.pet)
         if not pet.name:
@@ -91,6 +97,9 @@ class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
     async def UpdatePet(
         self, request: pet_service_pb2.UpdatePetRequest, context: Context
     ) -> pet_service_pb2.UpdatePetResponse:
+        self.callers.append(request.caller)
+        if request.caller.kind != caller_pb2.CALLER_KIND_STAFF:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, "only staff may change the catalogue")
         stored = await self._get(request.pet.id, context)
         if not request.update_mask.paths:
             if not request.pet.name:
@@ -105,6 +114,9 @@ class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
     async def DeletePet(
         self, request: pet_service_pb2.DeletePetRequest, context: Context
     ) -> pet_service_pb2.DeletePetResponse:
+        self.callers.append(request.caller)
+        if request.caller.kind != caller_pb2.CALLER_KIND_STAFF:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, "only staff may change the catalogue")
         await self._get(request.id, context)
         del self.pets[request.id]
         return pet_service_pb2.DeletePetResponse()
@@ -141,6 +153,9 @@ class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
     async def UploadPetImage(
         self, request: pet_service_pb2.UploadPetImageRequest, context: Context
     ) -> pet_service_pb2.UploadPetImageResponse:
+        self.callers.append(request.caller)
+        if request.caller.kind != caller_pb2.CALLER_KIND_STAFF:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, "only staff may change the catalogue")
         await self._get(request.pet_id, context)
         if not request.content_type.startswith("image/"):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the file must be an image")
@@ -155,11 +170,14 @@ class FakeOrderService(order_service_pb2_grpc.OrderServiceServicer):
         self.pets = pets
         self.orders: dict[int, order_pb2.Order] = {}
         self.pet_service_down = False
+        self.callers: list[caller_pb2.Caller] = []
+        """The caller of every call, in order."""
         self._next_id = 0
 
     async def CreateOrder(
         self, request: order_service_pb2.CreateOrderRequest, context: Context
     ) -> order_service_pb2.CreateOrderResponse:
+        self.callers.append(request.caller)
         if self.pet_service_down:
             # Internals in the details: the gateway must not pass them on.
             await context.abort(grpc.StatusCode.UNAVAILABLE, "connect to 10.1.2.3:50051 failed: Traceback")
@@ -178,6 +196,7 @@ class FakeOrderService(order_service_pb2_grpc.OrderServiceServicer):
     async def GetOrder(
         self, request: order_service_pb2.GetOrderRequest, context: Context
     ) -> order_service_pb2.GetOrderResponse:
+        self.callers.append(request.caller)
         order = self.orders.get(request.id)
         if order is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"order {request.id} not found")
@@ -186,6 +205,7 @@ class FakeOrderService(order_service_pb2_grpc.OrderServiceServicer):
     async def DeleteOrder(
         self, request: order_service_pb2.DeleteOrderRequest, context: Context
     ) -> order_service_pb2.DeleteOrderResponse:
+        self.callers.append(request.caller)
         if self.orders.pop(request.id, None) is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"order {request.id} not found")
         return order_service_pb2.DeleteOrderResponse()
@@ -202,7 +222,7 @@ class FakeUserService(user_service_pb2_grpc.UserServiceServicer):
     users: dict[str, StoredUser] = field(default_factory=dict)
     sessions: set[str] = field(default_factory=set)
     check_calls: int = 0
-    last_caller: user_service_pb2.Caller | None = None
+    last_caller: caller_pb2.Caller | None = None
     _next_id: int = 0
 
     def _validate(self, request: user_service_pb2.CreateUserRequest) -> str | None:
@@ -223,6 +243,7 @@ class FakeUserService(user_service_pb2_grpc.UserServiceServicer):
     async def CreateUser(
         self, request: user_service_pb2.CreateUserRequest, context: Context
     ) -> user_service_pb2.CreateUserResponse:
+        self.last_caller = request.caller
         problem = self._validate(request)
         if problem is not None:
             code = grpc.StatusCode.ALREADY_EXISTS if "taken" in problem else grpc.StatusCode.INVALID_ARGUMENT
@@ -232,6 +253,9 @@ class FakeUserService(user_service_pb2_grpc.UserServiceServicer):
     async def CreateUsers(
         self, request: user_service_pb2.CreateUsersRequest, context: Context
     ) -> user_service_pb2.CreateUsersResponse:
+        self.last_caller = request.caller
+        if request.caller.kind != caller_pb2.CALLER_KIND_STAFF:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, "only staff may create users in bulk")
         names = [item.user.username for item in request.users]
         for index, item in enumerate(request.users):
             problem = self._validate(item) or (
@@ -245,23 +269,34 @@ class FakeUserService(user_service_pb2_grpc.UserServiceServicer):
                 await context.abort(code, f"users[{index}]: {problem}")
         return user_service_pb2.CreateUsersResponse(users=[self._store(item) for item in request.users])
 
+    def open_session(self, user_id: int, username: str) -> str:
+        """A live session token of a customer, as if it had logged in."""
+        token, _ = issue_token(user_id, username)
+        self.sessions.add(jwt.decode(token, options={"verify_signature": False})["jti"])
+        return token
+
     async def _find(self, username: str, context: Context) -> StoredUser:
         stored = self.users.get(username)
         if stored is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"user {username} not found")
         return stored
 
-    async def _check_caller(
-        self, stored: StoredUser, caller: user_service_pb2.Caller, context: Context
-    ) -> None:
+    async def _check_caller(self, stored: StoredUser, caller: caller_pb2.Caller, context: Context) -> None:
         self.last_caller = caller
-        if caller.HasField("user_id") and caller.user_id != stored.user.id:
-            await context.abort(grpc.StatusCode.PERMISSION_DENIED, "only the user may change this user")
+        if not _may_see(caller, stored.user.id):
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED, "only staff or the user itself may change this user"
+            )
 
     async def GetUser(
         self, request: user_service_pb2.GetUserRequest, context: Context
     ) -> user_service_pb2.GetUserResponse:
-        return user_service_pb2.GetUserResponse(user=(await self._find(request.username, context)).user)
+        self.last_caller = request.caller
+        user = (await self._find(request.username, context)).user
+        if _may_see(request.caller, user.id):
+            return user_service_pb2.GetUserResponse(user=user, view=user_service_pb2.USER_VIEW_FULL)
+        public = user_pb2.User(id=user.id, username=user.username)
+        return user_service_pb2.GetUserResponse(user=public, view=user_service_pb2.USER_VIEW_PUBLIC)
 
     async def UpdateUser(
         self, request: user_service_pb2.UpdateUserRequest, context: Context
@@ -310,6 +345,13 @@ class FakeUserService(user_service_pb2_grpc.UserServiceServicer):
     ) -> user_service_pb2.CheckSessionResponse:
         self.check_calls += 1
         return user_service_pb2.CheckSessionResponse(active=request.session_id in self.sessions)
+
+
+def _may_see(caller: caller_pb2.Caller, user_id: int) -> bool:
+    """The user service's rule, as far as the gateway's tests need it."""
+    if caller.kind == caller_pb2.CALLER_KIND_STAFF:
+        return True
+    return caller.kind == caller_pb2.CALLER_KIND_CUSTOMER and caller.user_id == user_id
 
 
 def issue_token(

@@ -3,7 +3,8 @@ from __future__ import annotations
 import jwt
 import pytest
 
-from petstore_gateway.auth import STATIC_KEY_HOLDER, Authenticator, Principal
+from petstore.auth.v1 import caller_pb2
+from petstore_gateway.auth import ANONYMOUS, STAFF, Authenticator, Principal, customer
 from petstore_gateway.errors import ApiError
 
 from .fakes import SESSION_SECRET, issue_token
@@ -50,8 +51,8 @@ def open_session(sessions: Sessions, **kwargs: object) -> str:
 async def test_static_keys_are_accepted_without_asking_the_user_service(
     authenticator: Authenticator, sessions: Sessions
 ) -> None:
-    assert await authenticator.authenticate("second-key") == STATIC_KEY_HOLDER
-    assert STATIC_KEY_HOLDER.is_static_key
+    assert await authenticator.authenticate("second-key") == STAFF
+    assert STAFF.is_staff
     assert sessions.calls == 0
 
 
@@ -87,7 +88,8 @@ async def test_an_open_session_is_a_user_principal(authenticator: Authenticator,
     token = open_session(sessions)
     principal = await authenticator.authenticate(token)
     assert isinstance(principal, Principal)
-    assert (principal.user_id, principal.username, principal.is_static_key) == (7, "ann", False)
+    assert (principal.user_id, principal.username, principal.is_staff) == (7, "ann", False)
+    assert principal.caller() == caller_pb2.Caller(kind=caller_pb2.CALLER_KIND_CUSTOMER, user_id=7)
 
 
 async def test_expired_tokens_are_401(authenticator: Authenticator, sessions: Sessions) -> None:
@@ -176,3 +178,9 @@ async def test_genuine_keys_are_static_keys_and_our_live_session_tokens(
     assert not authenticator.is_genuine(issue_token(7, "ann", secret="x" * 40)[0])
     assert not authenticator.is_genuine(issue_token(7, "ann", ttl_seconds=-10)[0])
     assert sessions.calls == 0  # all of it decided locally
+
+
+def test_each_principal_tells_the_services_exactly_its_kind() -> None:
+    assert STAFF.caller() == caller_pb2.Caller(kind=caller_pb2.CALLER_KIND_STAFF)
+    assert ANONYMOUS.caller() == caller_pb2.Caller(kind=caller_pb2.CALLER_KIND_ANONYMOUS)
+    assert customer(9, "bob").caller() == caller_pb2.Caller(kind=caller_pb2.CALLER_KIND_CUSTOMER, user_id=9)

@@ -6,7 +6,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from petstore_gateway.middlewares import REQUEST_ID_HEADER, needs_api_key
+from petstore_gateway.access import Access, access_of
+from petstore_gateway.middlewares import REQUEST_ID_HEADER
 
 from .conftest import STATIC_KEY, Client
 from .fakes import FakeBackend
@@ -123,16 +124,23 @@ async def test_one_access_log_line_per_request_with_the_route_template(
 @pytest.mark.parametrize(
     ("method", "route", "expected"),
     [
-        ("GET", "/v2/pet/{petId}", False),
-        ("POST", "/v2/user", False),
-        ("POST", "/v2/pet", True),
-        ("PUT", "/v2/user/{username}", True),
-        ("DELETE", "/v2/store/order/{orderId}", True),
-        ("POST", "/v2/user/createWithList", True),
+        ("GET", "/v2/pet/{petId}", Access.OPEN),
+        ("GET", "/v2/store/inventory", Access.OPEN),
+        ("GET", "/v2/user/login", Access.OPEN),
+        ("GET", "/v2/user/logout", Access.OPEN),
+        ("POST", "/v2/user", Access.OPTIONAL),
+        ("GET", "/v2/user/{username}", Access.OPTIONAL),
+        ("HEAD", "/v2/user/{username}", Access.OPTIONAL),
+        ("POST", "/v2/pet", Access.REQUIRED),
+        ("PUT", "/v2/user/{username}", Access.REQUIRED),
+        ("GET", "/v2/store/order/{orderId}", Access.REQUIRED),
+        ("HEAD", "/v2/store/order/{orderId}", Access.REQUIRED),
+        ("DELETE", "/v2/store/order/{orderId}", Access.REQUIRED),
+        ("POST", "/v2/user/createWithList", Access.REQUIRED),
     ],
 )
-def test_which_operations_need_a_key(method: str, route: str, expected: bool) -> None:
-    assert needs_api_key(method, route) is expected
+def test_which_operations_need_a_key(method: str, route: str, expected: Access) -> None:
+    assert access_of(method, route) is expected
 
 
 @pytest.mark.parametrize(
@@ -144,6 +152,7 @@ def test_which_operations_need_a_key(method: str, route: str, expected: bool) ->
         ("DELETE", "/v2/pet/1"),
         ("POST", "/v2/pet/1/uploadImage"),
         ("POST", "/v2/store/order"),
+        ("GET", "/v2/store/order/1"),
         ("DELETE", "/v2/store/order/1"),
         ("POST", "/v2/user/createWithArray"),
         ("POST", "/v2/user/createWithList"),

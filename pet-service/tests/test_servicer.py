@@ -349,34 +349,30 @@ async def test_failing_uploads(
 NOT_STAFF = [
     pytest.param(callers.customer(7), id="customer"),
     pytest.param(callers.anonymous(), id="anonymous"),
-    pytest.param(None, id="no-caller"),
+    pytest.param(callers.Caller(), id="unspecified"),
 ]
-
-
-def _as(caller: callers.Caller | None) -> dict[str, callers.Caller]:
-    return {} if caller is None else {"caller": caller}
 
 
 @pytest.mark.parametrize("caller", NOT_STAFF)
 async def test_only_staff_change_the_catalogue(
-    stub: PetServiceAsyncStub, store: MemoryPetStore, caller: callers.Caller | None
+    stub: PetServiceAsyncStub, store: MemoryPetStore, caller: callers.Caller
 ) -> None:
     pet = await create(stub, a_full_pet())
     denied = "only staff may change the catalogue"
 
     with fails(grpc.StatusCode.PERMISSION_DENIED, denied):
-        await stub.CreatePet(pet_service_pb2.CreatePetRequest(pet=a_full_pet(), **_as(caller)), timeout=5)
+        await stub.CreatePet(pet_service_pb2.CreatePetRequest(pet=a_full_pet(), caller=caller), timeout=5)
     with fails(grpc.StatusCode.PERMISSION_DENIED, denied):
         await stub.UpdatePet(
-            pet_service_pb2.UpdatePetRequest(pet=a_full_pet(id=pet.id, name="Stolen"), **_as(caller)),
+            pet_service_pb2.UpdatePetRequest(pet=a_full_pet(id=pet.id, name="Stolen"), caller=caller),
             timeout=5,
         )
     with fails(grpc.StatusCode.PERMISSION_DENIED, denied):
-        await stub.DeletePet(pet_service_pb2.DeletePetRequest(id=pet.id, **_as(caller)), timeout=5)
+        await stub.DeletePet(pet_service_pb2.DeletePetRequest(id=pet.id, caller=caller), timeout=5)
     with fails(grpc.StatusCode.PERMISSION_DENIED, denied):
         await stub.UploadPetImage(
             pet_service_pb2.UploadPetImageRequest(
-                pet_id=pet.id, content_type="image/png", data=PNG, **_as(caller)
+                pet_id=pet.id, content_type="image/png", data=PNG, caller=caller
             ),
             timeout=5,
         )
@@ -389,7 +385,7 @@ async def test_only_staff_change_the_catalogue(
 
 @pytest.mark.parametrize("caller", NOT_STAFF)
 async def test_a_refused_caller_learns_nothing_about_absent_pets(
-    stub: PetServiceAsyncStub, caller: callers.Caller | None
+    stub: PetServiceAsyncStub, caller: callers.Caller
 ) -> None:
     with fails(grpc.StatusCode.PERMISSION_DENIED, "only staff may change the catalogue"):
-        await stub.DeletePet(pet_service_pb2.DeletePetRequest(id=424242, **_as(caller)), timeout=5)
+        await stub.DeletePet(pet_service_pb2.DeletePetRequest(id=424242, caller=caller), timeout=5)

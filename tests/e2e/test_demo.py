@@ -18,7 +18,7 @@ async def test_demo_data_loads_and_reads_back(api: Api) -> None:
         expected = (name, CATEGORIES[category_id], status)
         assert (pet["name"], pet["category"]["name"], pet["status"]) == expected
     for order_id in demo.order_ids:
-        order = (await api.call("GET", f"/store/order/{order_id}")).json
+        order = (await api.call("GET", f"/store/order/{order_id}", api_key=api.static_key)).json
         assert order["petId"] in demo.pet_ids
     for username in USERS:
         user = await api.call("GET", f"/user/{username}")

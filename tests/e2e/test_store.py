@@ -34,7 +34,10 @@ async def test_an_order_gets_defaults_and_reads_back(api: Api, pet_id: int, fmt:
     assert order["status"] == "placed"
     assert order["complete"] is False
     for read_fmt in FORMATS:
-        read = parse(await api.call("GET", f"/store/order/{order['id']}", accept=read_fmt), read_fmt)
+        read = parse(
+            await api.call("GET", f"/store/order/{order['id']}", accept=read_fmt, api_key=api.static_key),
+            read_fmt,
+        )
         assert read == order
 
 
@@ -54,7 +57,10 @@ async def test_ship_dates_come_back_in_utc_milliseconds(
     order = parse(await api.send("POST", "/store/order", payload, fmt), fmt)
     assert order["shipDate"] == returned
     assert (order["quantity"], order["status"], order["complete"]) == (3, "approved", True)
-    assert parse(await api.call("GET", f"/store/order/{order['id']}"), JSON)["shipDate"] == returned
+    assert (
+        parse(await api.call("GET", f"/store/order/{order['id']}", api_key=api.static_key), JSON)["shipDate"]
+        == returned
+    )
 
 
 INVALID_ORDERS: dict[str, dict[str, Any]] = {
@@ -88,10 +94,12 @@ async def test_an_order_for_an_unknown_pet_is_404(api: Api, fmt: str) -> None:
 @pytest.mark.parametrize("fmt", FORMATS)
 async def test_get_order_errors(api: Api, fmt: str) -> None:
     for bad in ("abc", "1.5", str(2**70)):
-        reply = await api.call("GET", f"/store/order/{bad}", accept=fmt)
+        reply = await api.call("GET", f"/store/order/{bad}", accept=fmt, api_key=api.static_key)
         assert reply.status == 400, (bad, reply.text)
         assert reply.error_message()
-    unknown = await api.call("GET", f"/store/order/{random.randint(10**12, 2**62)}", accept=fmt)
+    unknown = await api.call(
+        "GET", f"/store/order/{random.randint(10**12, 2**62)}", accept=fmt, api_key=api.static_key
+    )
     assert unknown.status == 404
     assert unknown.error_message()
 

@@ -102,14 +102,14 @@ async def place_order(api: Api, unique: str) -> dict[str, Any]:
 async def test_delete_order(api: Api, unique: str, fmt: str) -> None:
     order = await place_order(api, unique)
     path = f"/store/order/{order['id']}"
-    assert parse(await api.call("GET", path, accept=fmt), fmt) == order
+    assert parse(await api.call("GET", path, accept=fmt, api_key=api.static_key), fmt) == order
     deleted = await api.call("DELETE", path, accept=fmt, api_key=api.static_key)
     assert success_message(deleted, fmt) == str(order["id"])
-    gone = await api.call("GET", path, accept=fmt)
+    gone = await api.call("GET", path, accept=fmt, api_key=api.static_key)
     assert failure(gone, 404, fmt) == f"order {order['id']} not found"
     again = await api.call("DELETE", path, accept=fmt, api_key=api.static_key)
     assert failure(again, 404, fmt) == f"order {order['id']} not found"
-    head = await api.call("HEAD", path, accept=fmt)
+    head = await api.call("HEAD", path, accept=fmt, api_key=api.static_key)
     assert (head.status, head.text) == (404, "")
 
 
@@ -120,7 +120,10 @@ async def test_deleting_an_order_leaves_its_pet_and_other_orders(api: Api, uniqu
     assert second.status == 200, second.text
     deleted = await api.call("DELETE", f"/store/order/{first['id']}", accept=fmt, api_key=api.static_key)
     assert success_message(deleted, fmt) == str(first["id"])
-    assert parse(await api.call("GET", f"/store/order/{second.json['id']}"), JSON) == second.json
+    assert (
+        parse(await api.call("GET", f"/store/order/{second.json['id']}", api_key=api.static_key), JSON)
+        == second.json
+    )
     assert (await api.call("GET", f"/pet/{first['petId']}")).status == 200
 
 
@@ -137,14 +140,16 @@ async def test_delete_order_errors(api: Api, unique: str, fmt: str) -> None:
     assert failure(no_key, 401, fmt) == NO_KEY
     wrong_key = await api.call("DELETE", f"/store/order/{order['id']}", accept=fmt, api_key="nope")
     assert failure(wrong_key, 401, fmt) == "invalid api_key"
-    assert parse(await api.call("GET", f"/store/order/{order['id']}"), JSON) == order  # still there
+    assert (
+        parse(await api.call("GET", f"/store/order/{order['id']}", api_key=api.static_key), JSON) == order
+    )  # still there
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 async def test_head_on_an_order(api: Api, unique: str, fmt: str) -> None:
     order = await place_order(api, unique)
     for path, status in ((f"/store/order/{order['id']}", 200), ("/store/order/abc", 400)):
-        head = await api.call("HEAD", path, accept=fmt)
+        head = await api.call("HEAD", path, accept=fmt, api_key=api.static_key)
         assert head.status == status, path
         assert head.text == "", path
         assert head.headers["Content-Type"].startswith(fmt), path

@@ -520,17 +520,18 @@ async def test_no_response_ever_carries_the_password_or_its_hash(
             assert secret not in reply
 
 
-async def get_as(stub: UserServiceAsyncStub, username: str, who: callers.Caller) -> user_pb2.User:
-    return (
-        await stub.GetUser(user_service_pb2.GetUserRequest(caller=who, username=username), timeout=5)
-    ).user
+async def get_as(
+    stub: UserServiceAsyncStub, username: str, who: callers.Caller
+) -> tuple[user_pb2.User, user_service_pb2.UserView.ValueType]:
+    reply = await stub.GetUser(user_service_pb2.GetUserRequest(caller=who, username=username), timeout=5)
+    return reply.user, reply.view
 
 
 async def test_the_whole_record_goes_to_staff_and_the_user_itself(stub: UserServiceAsyncStub) -> None:
     ann = await create(stub, a_user(user_status=3))
 
-    assert await get_as(stub, "ann", callers.staff()) == ann
-    assert await get_as(stub, "ann", callers.customer(ann.id)) == ann
+    assert await get_as(stub, "ann", callers.staff()) == (ann, user_service_pb2.USER_VIEW_FULL)
+    assert await get_as(stub, "ann", callers.customer(ann.id)) == (ann, user_service_pb2.USER_VIEW_FULL)
     assert (ann.email, ann.phone, ann.user_status) == ("ann@example.com", "555", 3)
 
 
@@ -545,7 +546,8 @@ async def test_the_whole_record_goes_to_staff_and_the_user_itself(stub: UserServ
 async def test_everybody_else_gets_the_public_view(stub: UserServiceAsyncStub, who: callers.Caller) -> None:
     ann = await create(stub, a_user(user_status=3))
 
-    assert await get_as(stub, "ann", who) == user_pb2.User(id=ann.id, username="ann")
+    public = user_pb2.User(id=ann.id, username="ann")
+    assert await get_as(stub, "ann", who) == (public, user_service_pb2.USER_VIEW_PUBLIC)
 
 
 @pytest.mark.parametrize(

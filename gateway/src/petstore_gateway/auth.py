@@ -1,4 +1,6 @@
-"""The api_key check: static keys, or a session token from login that is still open.
+"""Authentication: who is calling. A static key is staff, an open session from login is that
+customer, no credential is anonymous. What each of them may do is decided by the service that
+owns the resource, from the `Caller` this gateway puts in every request (`Principal.caller`).
 
 Session tokens are verified locally (HS256 only; exp, iat, sub and jti required). Whether the
 session was ended by logout is asked of the user service, and the answer is cached for
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 
 import jwt
 
+from petstore.auth.v1 import caller_pb2
 from petstore_gateway.errors import ApiError
 
 API_KEY_HEADER = "api_key"
@@ -29,18 +32,30 @@ CheckSession = Callable[[str], Awaitable[bool]]
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """Who made the request: a static key holder (user_id None) or a logged-in user."""
+    """Who made the request: staff (a static key), a customer (a session) or anonymous."""
 
+    kind: caller_pb2.CallerKind.ValueType
     user_id: int | None = None
     username: str | None = None
     session_id: str | None = None
 
     @property
-    def is_static_key(self) -> bool:
-        return self.user_id is None
+    def is_staff(self) -> bool:
+        return self.kind == caller_pb2.CALLER_KIND_STAFF
+
+    def caller(self) -> caller_pb2.Caller:
+        """The caller as the services receive it: nothing but what was authenticated here."""
+        if self.user_id is None:
+            return caller_pb2.Caller(kind=self.kind)
+        return caller_pb2.Caller(kind=self.kind, user_id=self.user_id)
 
 
-STATIC_KEY_HOLDER = Principal()
+STAFF = Principal(caller_pb2.CALLER_KIND_STAFF)
+ANONYMOUS = Principal(caller_pb2.CALLER_KIND_ANONYMOUS)
+
+
+def customer(user_id: int, username: str = "", session_id: str | None = None) -> Principal:
+    return Principal(caller_pb2.CALLER_KIND_CUSTOMER, user_id, username, session_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,13 +155,13 @@ class Authenticator:
         if not api_key:
             raise missing_key()
         if self.is_static_key(api_key):
-            return STATIC_KEY_HOLDER
+            return STAFF
         if api_key.count(".") != 2:  # not a JWT at all: no need to try decoding it
             raise ApiError(401, "invalid api_key")
         claims = self.decode_session(api_key)
         if not await self._is_open(claims.session_id):
             raise ApiError(401, "the session has ended; log in again")
-        return Principal(claims.user_id, claims.username, claims.session_id)
+        return customer(claims.user_id, claims.username, claims.session_id)
 
     async def _is_open(self, session_id: str) -> bool:
         cached = self._cache.get(session_id)

@@ -23,4 +23,4 @@ RATE_LIMITS = web.AppKey("rate_limits", RateLimits)
 RESPONSE_TYPE = web.RequestKey("response_type", ResponseType)
 """The representation negotiated from Accept, set by the negotiation middleware."""
 PRINCIPAL = web.RequestKey("principal", Principal)
-"""Who made the request; set by the auth middleware on operations that need an api_key."""
+"""Who made the request (staff, a customer or anonymous); set by the auth middleware."""

@@ -10,8 +10,9 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from petstore_common.request_context import current_request_id, sanitize_request_id
+from petstore_gateway.access import Access, access_of
 from petstore_gateway.apidoc import DOCUMENT_ROUTES
-from petstore_gateway.auth import API_KEY_HEADER
+from petstore_gateway.auth import ANONYMOUS, API_KEY_HEADER
 from petstore_gateway.bodies import error_response
 from petstore_gateway.client_address import FORWARDED_FOR_HEADER, client_address
 from petstore_gateway.cors import preflight_headers, response_headers
@@ -27,9 +28,6 @@ API_PREFIX = "/v2"
 access_log = logging.getLogger("petstore_gateway.access")
 log = logging.getLogger(__name__)
 
-# Writes anyone may do; every other write needs an api_key. All GETs are reads and open.
-OPEN_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-OPEN_WRITES = frozenset({("POST", "/v2/user")})
 # Probes and metrics are never rate limited: an orchestrator must always be able to ask.
 RATE_LIMIT_EXEMPT = frozenset({"/livez", "/readyz", "/metrics"})
 
@@ -173,16 +171,17 @@ async def negotiation_middleware(request: web.Request, handler: Handler) -> web.
     return await handler(request)
 
 
-def needs_api_key(method: str, route: str) -> bool:
-    return method not in OPEN_METHODS and (method, route) not in OPEN_WRITES
-
-
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Writes need a valid api_key (static key or open session); the principal goes on the request."""
-    if request.match_info.http_exception is None and needs_api_key(request.method, route_template(request)):
-        authenticator = request.app[AUTHENTICATOR]
-        request[PRINCIPAL] = await authenticator.authenticate(request.headers.get(API_KEY_HEADER))
+    """Who is calling goes on the request (staff, a customer or anonymous); 401 when an
+    operation needs a credential and none valid was sent, or a sent one is not valid."""
+    principal = ANONYMOUS
+    if request.match_info.http_exception is None:
+        access = access_of(request.method, route_template(request))
+        credential = request.headers.get(API_KEY_HEADER)
+        if access is Access.REQUIRED or (access is Access.OPTIONAL and credential):
+            principal = await request.app[AUTHENTICATOR].authenticate(credential)
+    request[PRINCIPAL] = principal
     return await handler(request)
 
 

@@ -7,6 +7,7 @@ import aiohttp
 import pytest
 
 from petstore.pet.v1 import pet_pb2
+from petstore_common import callers
 
 from ..conftest import STATIC_KEY, Client
 from ..fakes import FakeBackend
@@ -384,3 +385,49 @@ async def test_malformed_forms_are_400_not_500(
     for path in ("/v2/pet/5", "/v2/pet/5/uploadImage"):
         response = await client.post(path, data=body, headers={**KEY, "Content-Type": content_type})
         assert await error_of(Wire.JSON, response) == (400, "request body is not a valid form")
+
+
+CATALOGUE_CHANGES = [
+    ("POST", "/v2/pet", {"name": "Rex", "photoUrls": []}),
+    ("PUT", "/v2/pet", {"id": 1, "name": "Stolen", "photoUrls": []}),
+    ("DELETE", "/v2/pet/1", None),
+]
+
+
+@WIRES
+@pytest.mark.parametrize(("method", "path", "pet"), CATALOGUE_CHANGES)
+async def test_a_customer_changing_the_catalogue_is_403(
+    client: Client, backend: FakeBackend, wire: Wire, method: str, path: str, pet: dict[str, Any] | None
+) -> None:
+    backend.pet.add(1, "Rex")
+    token = backend.user.open_session(7, "ann")
+    data = None if pet is None else wire.body("Pet", pet)
+
+    response = await client.request(method, path, data=data, headers=wire.headers(api_key=token))
+
+    assert await error_of(wire, response) == (403, "only staff may change the catalogue")
+    assert backend.pet.pets[1].name == "Rex"
+    assert [c.user_id for c in backend.pet.callers] == [7]
+
+
+@WIRES
+async def test_a_customer_form_update_or_upload_is_403(
+    client: Client, backend: FakeBackend, wire: Wire
+) -> None:
+    backend.pet.add(1, "Rex")
+    token = backend.user.open_session(7, "ann")
+    headers = {"api_key": token, "Accept": wire.value}
+
+    form = await client.post("/v2/pet/1", data={"name": "Stolen"}, headers=headers)
+    upload = await client.post("/v2/pet/1/uploadImage", data=image_form(), headers=headers)
+
+    assert await error_of(wire, form) == (403, "only staff may change the catalogue")
+    assert await error_of(wire, upload) == (403, "only staff may change the catalogue")
+    assert (backend.pet.pets[1].name, backend.pet.images) == ("Rex", [])
+
+
+async def test_a_static_key_changes_the_catalogue_as_staff(client: Client, backend: FakeBackend) -> None:
+    response = await client.post("/v2/pet", json={"name": "Rex", "photoUrls": []}, headers=KEY)
+
+    assert response.status == 200
+    assert [c.kind for c in backend.pet.callers] == [callers.staff().kind]

@@ -6,6 +6,7 @@ import pytest
 
 from petstore.order.v1 import order_pb2
 from petstore.pet.v1 import pet_pb2
+from petstore_common import callers
 
 from ..conftest import STATIC_KEY, Client
 from ..fakes import FakeBackend
@@ -121,7 +122,7 @@ async def test_get_order(client: Client, backend: FakeBackend, wire: Wire) -> No
     backend.order.orders[4] = order_pb2.Order(
         id=4, pet_id=9, quantity=1, status=order_pb2.ORDER_STATUS_DELIVERED
     )
-    response = await client.get("/v2/store/order/4", headers={"Accept": wire.value})
+    response = await client.get("/v2/store/order/4", headers={**KEY, "Accept": wire.value})
     assert response.status == 200
     assert await wire.read(response) == {
         "id": 4,
@@ -135,7 +136,7 @@ async def test_get_order(client: Client, backend: FakeBackend, wire: Wire) -> No
 @WIRES
 @pytest.mark.parametrize(("order_id", "status"), [("4", 404), ("four", 400), ("1.5", 400), (str(2**64), 400)])
 async def test_get_order_errors(client: Client, wire: Wire, order_id: str, status: int) -> None:
-    response = await client.get(f"/v2/store/order/{order_id}", headers={"Accept": wire.value})
+    response = await client.get(f"/v2/store/order/{order_id}", headers={**KEY, "Accept": wire.value})
     assert (await error_of(wire, response))[0] == status
 
 
@@ -153,3 +154,25 @@ async def test_delete_order(client: Client, backend: FakeBackend, wire: Wire) ->
 async def test_delete_order_errors(client: Client, wire: Wire, order_id: str, status: int) -> None:
     response = await client.delete(f"/v2/store/order/{order_id}", headers={**KEY, "Accept": wire.value})
     assert (await error_of(wire, response))[0] == status
+
+
+async def test_every_order_call_names_its_caller(client: Client, backend: FakeBackend) -> None:
+    backend.pet.add(9, "Rex")
+    token = backend.user.open_session(7, "ann")
+    as_ann = {"api_key": token}
+
+    placed = await client.post("/v2/store/order", json={"petId": 9, "quantity": 1}, headers=as_ann)
+    order_id = (await placed.json())["id"]
+    read = await client.get(f"/v2/store/order/{order_id}", headers=KEY)
+    deleted = await client.delete(f"/v2/store/order/{order_id}", headers=as_ann)
+
+    assert (placed.status, read.status, deleted.status) == (200, 200, 200)
+    assert backend.order.callers == [callers.customer(7), callers.staff(), callers.customer(7)]
+
+
+@WIRES
+async def test_reading_an_order_anonymously_is_401(client: Client, backend: FakeBackend, wire: Wire) -> None:
+    backend.order.orders[4] = order_pb2.Order(id=4, pet_id=9, quantity=1)
+    response = await client.get("/v2/store/order/4", headers={"Accept": wire.value})
+    assert await error_of(wire, response) == (401, "api_key header is required for this operation")
+    assert backend.order.callers == []

@@ -5,7 +5,8 @@ from typing import Any
 
 import pytest
 
-from petstore.user.v1 import user_pb2, user_service_pb2
+from petstore.user.v1 import user_pb2
+from petstore_common import callers
 from petstore_gateway.clients import ServiceClients
 from petstore_gateway.settings import GatewaySettings
 
@@ -215,8 +216,9 @@ async def test_update_own_user(client: Client, backend: FakeBackend, wire: Wire)
     assert backend.user.last_caller == caller(1)
 
 
-def caller(user_id: int | None) -> user_service_pb2.Caller:
-    return user_service_pb2.Caller() if user_id is None else user_service_pb2.Caller(user_id=user_id)
+def caller(user_id: int | None) -> callers.Caller:
+    """Staff without a user id, else that customer."""
+    return callers.staff() if user_id is None else callers.customer(user_id)
 
 
 @WIRES
@@ -228,7 +230,7 @@ async def test_update_someone_else_is_403_but_a_static_key_may(
     bob = await login(client, "bob")
     body = wire.body("User", {"firstName": "Hacked"})
     denied = await client.put("/v2/user/ann", data=body, headers=wire.headers(api_key=bob))
-    assert await error_of(wire, denied) == (403, "only the user may change this user")
+    assert await error_of(wire, denied) == (403, "only staff or the user itself may change this user")
     allowed = await client.put("/v2/user/ann", data=body, headers=wire.headers(**KEY))
     assert allowed.status == 200
     assert backend.user.last_caller == caller(None)
@@ -316,3 +318,57 @@ async def test_a_session_cannot_be_checked_while_the_user_service_is_down(
         assert await error_of(Wire.JSON, response) == (503, "the user service is unavailable")
         static = await client.delete("/v2/store/order/1", headers=KEY)
         assert static.status == 404  # static keys need no user service
+
+
+@WIRES
+async def test_anonymous_and_other_customers_see_only_id_and_username(
+    client: Client, backend: FakeBackend, wire: Wire
+) -> None:
+    add_user(backend, "ann", 1)
+    add_user(backend, "bob", 2)
+    bob = await login(client, "bob")
+
+    for headers in ({}, {"api_key": bob}):
+        response = await client.get("/v2/user/ann", headers={**headers, "Accept": wire.value})
+        assert response.status == 200
+        assert await wire.read(response) == {"id": 1, "username": "ann"}
+        assert "ann@example.com" not in await response.text()
+
+
+@WIRES
+async def test_the_user_itself_and_staff_see_the_whole_record(
+    client: Client, backend: FakeBackend, wire: Wire
+) -> None:
+    add_user(backend, "ann", 1)
+    ann = await login(client, "ann")
+
+    for headers, expected in ((KEY, caller(None)), ({"api_key": ann}, caller(1))):
+        response = await client.get("/v2/user/ann", headers={**headers, "Accept": wire.value})
+        assert response.status == 200
+        assert (await wire.read(response))["email"] == "ann@example.com"
+        assert backend.user.last_caller == expected
+
+
+@WIRES
+async def test_a_bad_key_on_reading_a_user_is_401_not_anonymous(
+    client: Client, backend: FakeBackend, wire: Wire
+) -> None:
+    add_user(backend, "ann", 1)
+    response = await client.get("/v2/user/ann", headers={"api_key": "guessed", "Accept": wire.value})
+    assert (await error_of(wire, response))[0] == 401
+
+
+async def test_a_sign_up_tells_the_service_who_signs_up(client: Client, backend: FakeBackend) -> None:
+    anonymous = await client.post("/v2/user", json={**ANN, "username": "new1"})
+    assert anonymous.status == 200
+    assert backend.user.last_caller == callers.anonymous()
+    by_staff = await client.post("/v2/user", json={**ANN, "username": "new2"}, headers=KEY)
+    assert by_staff.status == 200
+    assert backend.user.last_caller == caller(None)
+
+
+async def test_bulk_creation_carries_the_caller(client: Client, backend: FakeBackend) -> None:
+    add_user(backend, "ann", 1)
+    ann = await login(client, "ann")
+    await client.post("/v2/user/createWithList", json=[{**ANN, "username": "x1"}], headers={"api_key": ann})
+    assert backend.user.last_caller == caller(1)

@@ -68,9 +68,10 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         self, request: user_service_pb2.GetUserRequest, context: Context
     ) -> user_service_pb2.GetUserResponse:
         user = await self._store.get(validation.check_username(request.username))
-        if not (is_staff(request.caller) or customer_id(request.caller) == user.id):
-            user = user_pb2.User(id=user.id, username=user.username)  # the public view
-        return user_service_pb2.GetUserResponse(user=user)
+        if is_staff(request.caller) or customer_id(request.caller) == user.id:
+            return user_service_pb2.GetUserResponse(user=user, view=user_service_pb2.USER_VIEW_FULL)
+        public = user_pb2.User(id=user.id, username=user.username)
+        return user_service_pb2.GetUserResponse(user=public, view=user_service_pb2.USER_VIEW_PUBLIC)
 
     async def UpdateUser(
         self, request: user_service_pb2.UpdateUserRequest, context: Context

@@ -3,7 +3,7 @@
 This is the one source of truth: `openapi.py` derives the OpenAPI 3.0 document from it. What
 is derived rather than written down:
 
-- `security` (and the 401 answer) from `needs_api_key`, the rule the auth middleware applies;
+- `security` (and the 401 answer) from `access_of`, the rule the auth middleware applies;
 - 413 and 415 on every operation that reads a body or a form, and 406, 429 (with Retry-After)
   and 503 on every operation (all of them call a service).
 
@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from petstore_gateway.middlewares import API_PREFIX, needs_api_key
+from petstore_gateway.access import Access, access_of
+from petstore_gateway.middlewares import API_PREFIX
 from petstore_gateway.negotiation import OFFERED
 from petstore_gateway.params import (
     DEFAULT_PAGE_SIZE,
@@ -325,6 +326,11 @@ INVALID_ID = "Invalid ID supplied"
 PET_NOT_FOUND = "Pet not found"
 ORDER_NOT_FOUND = "Order not found"
 USER_NOT_FOUND = "User not found"
+STAFF_ONLY = "Only staff (a static api key) may change the catalogue"
+STAFF_ONLY_NOTE = "Staff only: a customer's session is refused with 403."
+NOT_YOURS = "Order not found, or another customer's (answered exactly as an absent one)"
+ORDERS_NOTE = "A customer sees and deletes only its own orders; staff any."
+NOT_THE_USER = "Neither staff nor this user"
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,9 +357,10 @@ OPERATIONS: tuple[Operation, ...] = (
         "pet",
         "Add a new pet to the store",
         _ok("successful operation: the stored pet", ref("Pet")),
-        {400: "Malformed body", 405: "Invalid input", 409: "A pet with this id exists"},
+        {400: "Malformed body", 403: STAFF_ONLY, 405: "Invalid input", 409: "A pet with this id exists"},
         (_body(ref("Pet"), "The pet to add; the store picks the id when none is given"),),
         BODY_MEDIA_TYPES,
+        description=STAFF_ONLY_NOTE,
     ),
     Operation(
         "put",
@@ -362,9 +369,15 @@ OPERATIONS: tuple[Operation, ...] = (
         "pet",
         "Update an existing pet",
         _ok("successful operation: the stored pet", ref("Pet")),
-        {400: "Malformed body", 404: PET_NOT_FOUND, 405: "Validation exception (id is required)"},
+        {
+            400: "Malformed body",
+            403: STAFF_ONLY,
+            404: PET_NOT_FOUND,
+            405: "Validation exception (id is required)",
+        },
         (_body(ref("Pet"), "The pet, with its id; every field is replaced"),),
         BODY_MEDIA_TYPES,
+        description=STAFF_ONLY_NOTE,
     ),
     Operation(
         "get",
@@ -430,7 +443,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "pet",
         "Updates a pet in the store with form data",
         _message("the pet's id as message"),
-        {400: "Invalid ID or form supplied", 404: PET_NOT_FOUND, 405: "Invalid input"},
+        {400: "Invalid ID or form supplied", 403: STAFF_ONLY, 404: PET_NOT_FOUND, 405: "Invalid input"},
         (
             PET_ID,
             {
@@ -452,7 +465,7 @@ OPERATIONS: tuple[Operation, ...] = (
             },
         ),
         (FORM, MULTIPART),
-        description="Only the fields sent change.",
+        description=f"Only the fields sent change. {STAFF_ONLY_NOTE}",
     ),
     Operation(
         "delete",
@@ -461,8 +474,9 @@ OPERATIONS: tuple[Operation, ...] = (
         "pet",
         "Deletes a pet",
         _message("the pet's id as message"),
-        {400: INVALID_ID, 404: PET_NOT_FOUND},
+        {400: INVALID_ID, 403: STAFF_ONLY, 404: PET_NOT_FOUND},
         (PET_ID,),
+        description=STAFF_ONLY_NOTE,
     ),
     Operation(
         "post",
@@ -471,7 +485,11 @@ OPERATIONS: tuple[Operation, ...] = (
         "pet",
         "uploads an image",
         _message("the stored image's id and size in message"),
-        {400: "Invalid ID, form or image (PNG, JPEG, GIF or WebP only)", 404: PET_NOT_FOUND},
+        {
+            400: "Invalid ID, form or image (PNG, JPEG, GIF or WebP only)",
+            403: STAFF_ONLY,
+            404: PET_NOT_FOUND,
+        },
         (
             PET_ID,
             {
@@ -491,6 +509,7 @@ OPERATIONS: tuple[Operation, ...] = (
             },
         ),
         (MULTIPART,),
+        description=STAFF_ONLY_NOTE,
     ),
     Operation(
         "get",
@@ -511,6 +530,8 @@ OPERATIONS: tuple[Operation, ...] = (
         {400: "Invalid Order", 404: "No pet with this petId", 409: "An order with this id exists"},
         (_body(ref("Order"), "The order; the store picks the id when none is given"),),
         BODY_MEDIA_TYPES,
+        description="An order placed with a customer's session belongs to that customer; "
+        "one placed with a static key belongs to no customer.",
     ),
     Operation(
         "get",
@@ -519,8 +540,9 @@ OPERATIONS: tuple[Operation, ...] = (
         "store",
         "Find purchase order by ID",
         _ok("successful operation", ref("Order")),
-        {400: INVALID_ID, 404: ORDER_NOT_FOUND},
+        {400: INVALID_ID, 404: NOT_YOURS},
         (ORDER_ID,),
+        description=ORDERS_NOTE,
     ),
     Operation(
         "delete",
@@ -529,8 +551,9 @@ OPERATIONS: tuple[Operation, ...] = (
         "store",
         "Delete purchase order by ID",
         _message("the order's id as message"),
-        {400: INVALID_ID, 404: ORDER_NOT_FOUND},
+        {400: INVALID_ID, 404: NOT_YOURS},
         (ORDER_ID,),
+        description=ORDERS_NOTE,
     ),
     Operation(
         "post",
@@ -542,7 +565,8 @@ OPERATIONS: tuple[Operation, ...] = (
         {400: "Invalid user", 409: "The username or id is taken"},
         (_body(ref("NewUser"), "The user to create"),),
         BODY_MEDIA_TYPES,
-        description="Open to everyone: this is how one signs up.",
+        description="Open to everyone: this is how one signs up. userStatus is staff-managed: "
+        "it is kept only when a static key is sent, else the new user has 0.",
     ),
     Operation(
         "post",
@@ -551,9 +575,14 @@ OPERATIONS: tuple[Operation, ...] = (
         "user",
         "Creates list of users with given input array",
         _message('"ok" as message'),
-        {400: "Invalid users (the message names the first)", 409: "A username or id is taken"},
+        {
+            400: "Invalid users (the message names the first)",
+            403: "Only staff (a static api key) may create users in bulk",
+            409: "A username or id is taken",
+        },
         (_users_body(),),
         BODY_MEDIA_TYPES,
+        description="Staff only.",
     ),
     Operation(
         "post",
@@ -562,9 +591,14 @@ OPERATIONS: tuple[Operation, ...] = (
         "user",
         "Creates list of users with given input array",
         _message('"ok" as message'),
-        {400: "Invalid users (the message names the first)", 409: "A username or id is taken"},
+        {
+            400: "Invalid users (the message names the first)",
+            403: "Only staff (a static api key) may create users in bulk",
+            409: "A username or id is taken",
+        },
         (_users_body(),),
         BODY_MEDIA_TYPES,
+        description="Staff only.",
     ),
     Operation(
         "get",
@@ -639,6 +673,8 @@ OPERATIONS: tuple[Operation, ...] = (
         _ok("successful operation", ref("User")),
         {400: "Invalid username supplied", 404: USER_NOT_FOUND},
         (USERNAME,),
+        description="Anyone sees a user's id and username; the user itself (its session) and "
+        "staff see the whole record.",
     ),
     Operation(
         "put",
@@ -649,13 +685,14 @@ OPERATIONS: tuple[Operation, ...] = (
         _message("the user's id as message"),
         {
             400: "Invalid user supplied",
-            403: "A session may change only its own user",
+            403: NOT_THE_USER,
             404: USER_NOT_FOUND,
             409: "The new username is taken",
         },
         (USERNAME, _body(ref("UserUpdate"), "The user's new fields")),
         BODY_MEDIA_TYPES,
-        description="A static api key may change any user; a session only its own.",
+        description="Staff may change any user; a session only its own, and never its id or "
+        "userStatus (the stored values are kept).",
     ),
     Operation(
         "delete",
@@ -666,19 +703,22 @@ OPERATIONS: tuple[Operation, ...] = (
         _message("the username as message"),
         {
             400: "Invalid username supplied",
-            403: "A session may delete only its own user",
+            403: NOT_THE_USER,
             404: USER_NOT_FOUND,
         },
         (USERNAME,),
-        description="A static api key may delete any user; a session only its own.",
+        description="Staff may delete any user; a session only its own.",
     ),
 )
 
 
 def _derived_errors(op: Operation, max_body_bytes: int) -> dict[int, str]:
     errors: dict[int, str] = {}
-    if needs_api_key(op.method.upper(), API_PREFIX + op.path):
+    access = access_of(op.method.upper(), API_PREFIX + op.path)
+    if access is Access.REQUIRED:
         errors[401] = "api_key missing, unknown, expired or logged out"
+    elif access is Access.OPTIONAL:
+        errors[401] = "api_key sent but unknown, expired or logged out (it may be left out)"
     if op.consumes:
         errors[413] = f"Request body larger than {max_body_bytes} bytes"
         errors[415] = f"Content-Type missing or not one of {', '.join(op.consumes)}"
@@ -704,8 +744,11 @@ def _render(op: Operation, max_body_bytes: int) -> Json:
     rendered["produces"] = list(BODY_MEDIA_TYPES)
     rendered["parameters"] = [dict(parameter) for parameter in op.parameters]
     rendered["responses"] = responses
-    if needs_api_key(op.method.upper(), API_PREFIX + op.path):
+    access = access_of(op.method.upper(), API_PREFIX + op.path)
+    if access is Access.REQUIRED:
         rendered["security"] = [{API_KEY_SCHEME: []}]
+    elif access is Access.OPTIONAL:
+        rendered["security"] = [{API_KEY_SCHEME: []}, {}]  # {}: no credential is fine too
     return rendered
 
 
@@ -714,8 +757,10 @@ The classic Petstore v2 interface, served by a gateway in front of the pet, orde
 services.
 
 - JSON or XML both ways: choose the answer with `Accept`, declare a body with `Content-Type`.
-- Every write needs the `api_key` header (a static key, or the token `GET /user/login` returns) \
-except `POST /user`; every read is open.
+- Callers: a static `api_key` is staff; the token `GET /user/login` returns, sent as `api_key`, \
+is that customer; no key is anonymous. Anyone reads the catalogue and signs up; only staff \
+change the catalogue; a customer places orders and sees and deletes only its own, and reads and \
+changes only its own account (others' accounts show their id and username only).
 - Every error has one shape, an ApiResponse `{code, type: "error", message}`, except for requests \
 the HTTP server cannot read at all: a request line (method, path and query) or a header longer \
 than 8190 bytes is refused before it reaches the API, with a plain-text 400.

@@ -60,6 +60,11 @@ def users_from_wire(value: Any) -> list[tuple[user_pb2.User, str]]:
     return users
 
 
+def public_user_to_wire(user: user_pb2.User) -> dict[str, Any]:
+    """What anybody may see of a user: no names, email, phone or status."""
+    return {"id": user.id, "username": user.username}
+
+
 def user_to_wire(user: user_pb2.User) -> dict[str, Any]:
     wire: dict[str, Any] = {}
     if user.HasField("id"):

@@ -12,7 +12,7 @@ from multidict import MultiDictProxy
 from petstore.pet.v1 import pet_pb2, pet_service_pb2
 from petstore_gateway.bodies import read_body, read_form, respond, respond_message, utf8_text
 from petstore_gateway.errors import ApiError
-from petstore_gateway.keys import CLIENTS
+from petstore_gateway.keys import CLIENTS, PRINCIPAL
 from petstore_gateway.params import (
     LIMIT_PARAM,
     NEXT_PAGE_HEADER,
@@ -48,7 +48,7 @@ async def add_pet(request: web.Request) -> web.Response:
     reply = await call(
         request,
         request.app[CLIENTS].pet.CreatePet,
-        pet_service_pb2.CreatePetRequest(pet=pet),
+        pet_service_pb2.CreatePetRequest(pet=pet, caller=request[PRINCIPAL].caller()),
         service=SERVICE,
         overrides=INVALID_INPUT_IS_405,
     )
@@ -63,7 +63,7 @@ async def update_pet(request: web.Request) -> web.Response:
     reply = await call(
         request,
         request.app[CLIENTS].pet.UpdatePet,
-        pet_service_pb2.UpdatePetRequest(pet=pet),
+        pet_service_pb2.UpdatePetRequest(pet=pet, caller=request[PRINCIPAL].caller()),
         service=SERVICE,
         overrides=INVALID_INPUT_IS_405,
     )
@@ -130,7 +130,9 @@ async def update_pet_with_form(request: web.Request) -> web.Response:
         await call(
             request,
             clients.pet.UpdatePet,
-            pet_service_pb2.UpdatePetRequest(pet=pet, update_mask=FieldMask(paths=paths)),
+            pet_service_pb2.UpdatePetRequest(
+                pet=pet, update_mask=FieldMask(paths=paths), caller=request[PRINCIPAL].caller()
+            ),
             service=SERVICE,
             overrides=INVALID_INPUT_IS_405,
         )
@@ -154,7 +156,7 @@ async def delete_pet(request: web.Request) -> web.Response:
     await call(
         request,
         request.app[CLIENTS].pet.DeletePet,
-        pet_service_pb2.DeletePetRequest(id=pet_id),
+        pet_service_pb2.DeletePetRequest(id=pet_id, caller=request[PRINCIPAL].caller()),
         service=SERVICE,
     )
     return respond_message(request, str(pet_id))
@@ -189,6 +191,7 @@ async def upload_image(request: web.Request) -> web.Response:
             data=data,
             additional_metadata=metadata or "",
             file_name=file_name,
+            caller=request[PRINCIPAL].caller(),
         ),
         service=SERVICE,
     )

@@ -7,7 +7,7 @@ from aiohttp import web
 from petstore.order.v1 import order_service_pb2
 from petstore.pet.v1 import pet_service_pb2
 from petstore_gateway.bodies import read_body, respond, respond_message
-from petstore_gateway.keys import CLIENTS
+from petstore_gateway.keys import CLIENTS, PRINCIPAL
 from petstore_gateway.params import parse_id
 from petstore_gateway.representations.inventory import INVENTORY, inventory_to_wire
 from petstore_gateway.representations.order import ORDER, order_from_wire, order_to_wire
@@ -32,7 +32,7 @@ async def place_order(request: web.Request) -> web.Response:
     reply = await call(
         request,
         request.app[CLIENTS].order.CreateOrder,
-        order_service_pb2.CreateOrderRequest(order=order),
+        order_service_pb2.CreateOrderRequest(order=order, caller=request[PRINCIPAL].caller()),
         service=SERVICE,
     )
     return respond(request, order_to_wire(reply.order), ORDER)
@@ -44,7 +44,7 @@ async def get_order(request: web.Request) -> web.Response:
     reply = await call(
         request,
         request.app[CLIENTS].order.GetOrder,
-        order_service_pb2.GetOrderRequest(id=order_id),
+        order_service_pb2.GetOrderRequest(id=order_id, caller=request[PRINCIPAL].caller()),
         service=SERVICE,
     )
     return respond(request, order_to_wire(reply.order), ORDER)
@@ -56,7 +56,7 @@ async def delete_order(request: web.Request) -> web.Response:
     await call(
         request,
         request.app[CLIENTS].order.DeleteOrder,
-        order_service_pb2.DeleteOrderRequest(id=order_id),
+        order_service_pb2.DeleteOrderRequest(id=order_id, caller=request[PRINCIPAL].caller()),
         service=SERVICE,
     )
     return respond_message(request, str(order_id))

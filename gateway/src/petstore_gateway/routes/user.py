@@ -11,7 +11,14 @@ from petstore_gateway.errors import ApiError
 from petstore_gateway.keys import AUTHENTICATOR, CLIENTS, METRICS, PRINCIPAL, RATE_LIMITS
 from petstore_gateway.ratelimit import too_many
 from petstore_gateway.representations.order import format_utc
-from petstore_gateway.representations.user import USER, USERS, user_from_wire, user_to_wire, users_from_wire
+from petstore_gateway.representations.user import (
+    USER,
+    USERS,
+    public_user_to_wire,
+    user_from_wire,
+    user_to_wire,
+    users_from_wire,
+)
 from petstore_gateway.rpc import call
 
 SERVICE = "user"
@@ -25,7 +32,9 @@ async def create_user(request: web.Request) -> web.Response:
     reply = await call(
         request,
         request.app[CLIENTS].user.CreateUser,
-        user_service_pb2.CreateUserRequest(user=user, password=password or ""),
+        user_service_pb2.CreateUserRequest(
+            user=user, password=password or "", caller=request[PRINCIPAL].caller()
+        ),
         service=SERVICE,
     )
     return respond_message(request, str(reply.user.id))
@@ -39,7 +48,8 @@ async def _create_users(request: web.Request) -> web.Response:
         user_service_pb2.CreateUsersRequest(
             users=[
                 user_service_pb2.CreateUserRequest(user=user, password=password) for user, password in users
-            ]
+            ],
+            caller=request[PRINCIPAL].caller(),
         ),
         service=SERVICE,
     )
@@ -109,18 +119,14 @@ async def get_user(request: web.Request) -> web.Response:
     reply = await call(
         request,
         request.app[CLIENTS].user.GetUser,
-        user_service_pb2.GetUserRequest(username=request.match_info["username"]),
+        user_service_pb2.GetUserRequest(
+            username=request.match_info["username"], caller=request[PRINCIPAL].caller()
+        ),
         service=SERVICE,
     )
-    return respond(request, user_to_wire(reply.user), USER)
-
-
-def _caller(request: web.Request) -> user_service_pb2.Caller:
-    """A static key holder may change anyone; a session only its own user (the service decides)."""
-    principal = request[PRINCIPAL]
-    if principal.user_id is None:
-        return user_service_pb2.Caller()
-    return user_service_pb2.Caller(user_id=principal.user_id)
+    if reply.view == user_service_pb2.USER_VIEW_FULL:
+        return respond(request, user_to_wire(reply.user), USER)
+    return respond(request, public_user_to_wire(reply.user), USER)
 
 
 @routes.put("/v2/user/{username}")
@@ -129,7 +135,9 @@ async def update_user(request: web.Request) -> web.Response:
     user, password = await read_body(request, USER, lambda value: user_from_wire(value, for_create=False))
     if not user.username:
         user.username = username  # no username in the body: keep the current one
-    update = user_service_pb2.UpdateUserRequest(username=username, user=user, caller=_caller(request))
+    update = user_service_pb2.UpdateUserRequest(
+        username=username, user=user, caller=request[PRINCIPAL].caller()
+    )
     if password is not None:
         update.password = password
     reply = await call(request, request.app[CLIENTS].user.UpdateUser, update, service=SERVICE)
@@ -142,7 +150,7 @@ async def delete_user(request: web.Request) -> web.Response:
     await call(
         request,
         request.app[CLIENTS].user.DeleteUser,
-        user_service_pb2.DeleteUserRequest(username=username, caller=_caller(request)),
+        user_service_pb2.DeleteUserRequest(username=username, caller=request[PRINCIPAL].caller()),
         service=SERVICE,
     )
     # The service ended every session of the user; the one used here stops working at once.

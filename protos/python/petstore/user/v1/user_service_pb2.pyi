@@ -8,6 +8,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from petstore.auth.v1 import caller_pb2 as _caller_pb2
 from petstore.user.v1 import user_pb2 as _user_pb2
 import builtins as _builtins
@@ -20,6 +21,30 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _UserView:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _UserViewEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_UserView.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    USER_VIEW_UNSPECIFIED: _UserView.ValueType  # 0
+    """Not said: shown as the public view."""
+    USER_VIEW_FULL: _UserView.ValueType  # 1
+    """Every field: for staff and for the user itself."""
+    USER_VIEW_PUBLIC: _UserView.ValueType  # 2
+    """The id and username only: for everybody else."""
+
+class UserView(_UserView, metaclass=_UserViewEnumTypeWrapper):
+    """How much of a user the caller is shown."""
+
+USER_VIEW_UNSPECIFIED: UserView.ValueType  # 0
+"""Not said: shown as the public view."""
+USER_VIEW_FULL: UserView.ValueType  # 1
+"""Every field: for staff and for the user itself."""
+USER_VIEW_PUBLIC: UserView.ValueType  # 2
+"""The id and username only: for everybody else."""
+Global___UserView: _TypeAlias = UserView  # noqa: Y015
 
 @_typing.final
 class CreateUserRequest(_message.Message):
@@ -168,18 +193,22 @@ class GetUserResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     USER_FIELD_NUMBER: _builtins.int
+    VIEW_FIELD_NUMBER: _builtins.int
+    view: Global___UserView.ValueType
+    """Which view of the user this is."""
     @_builtins.property
     def user(self) -> _user_pb2.User:
-        """The user."""
+        """The user, holding only the fields of its view."""
 
     def __init__(
         self,
         *,
         user: _user_pb2.User | None = ...,
+        view: Global___UserView.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["user", b"user"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["user", b"user"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["user", b"user", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
