@@ -43,3 +43,9 @@ class Unavailable(ServiceError):
     """A dependency (the database, another service) cannot be reached right now."""
 
     code = grpc.StatusCode.UNAVAILABLE
+
+
+class Aborted(ServiceError):
+    """A concurrent request holds what this one needs (e.g. the twin of an idempotent create)."""
+
+    code = grpc.StatusCode.ABORTED

@@ -24,15 +24,15 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dpetstore/auth/v1/caller.proto\x12\x10petstore.auth.v1\"E\n\x06\x43\x61ller\x12*\n\x04kind\x18\x01 \x01(\x0e\x32\x1c.petstore.auth.v1.CallerKind\x12\x0f\n\x07user_id\x18\x02 \x01(\x03*u\n\nCallerKind\x12\x1b\n\x17\x43\x41LLER_KIND_UNSPECIFIED\x10\x00\x12\x19\n\x15\x43\x41LLER_KIND_ANONYMOUS\x10\x01\x12\x18\n\x14\x43\x41LLER_KIND_CUSTOMER\x10\x02\x12\x15\n\x11\x43\x41LLER_KIND_STAFF\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dpetstore/auth/v1/caller.proto\x12\x10petstore.auth.v1\"[\n\x06\x43\x61ller\x12*\n\x04kind\x18\x01 \x01(\x0e\x32\x1c.petstore.auth.v1.CallerKind\x12\x0f\n\x07user_id\x18\x02 \x01(\x03\x12\x14\n\x0cstaff_key_id\x18\x03 \x01(\t*u\n\nCallerKind\x12\x1b\n\x17\x43\x41LLER_KIND_UNSPECIFIED\x10\x00\x12\x19\n\x15\x43\x41LLER_KIND_ANONYMOUS\x10\x01\x12\x18\n\x14\x43\x41LLER_KIND_CUSTOMER\x10\x02\x12\x15\n\x11\x43\x41LLER_KIND_STAFF\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'petstore.auth.v1.caller_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CALLERKIND']._serialized_start=122
-  _globals['_CALLERKIND']._serialized_end=239
+  _globals['_CALLERKIND']._serialized_start=144
+  _globals['_CALLERKIND']._serialized_end=261
   _globals['_CALLER']._serialized_start=51
-  _globals['_CALLER']._serialized_end=120
+  _globals['_CALLER']._serialized_end=142
 # @@protoc_insertion_point(module_scope)

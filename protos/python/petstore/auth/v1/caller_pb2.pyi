@@ -55,19 +55,25 @@ class Caller(_message.Message):
 
     KIND_FIELD_NUMBER: _builtins.int
     USER_ID_FIELD_NUMBER: _builtins.int
+    STAFF_KEY_ID_FIELD_NUMBER: _builtins.int
     kind: Global___CallerKind.ValueType
     """The kind of caller."""
     user_id: _builtins.int
     """The customer's user id; set only for CALLER_KIND_CUSTOMER."""
+    staff_key_id: _builtins.str
+    """Which static key a staff caller used: a digest of it, never the key; set only for
+    CALLER_KIND_STAFF. It tells staff callers apart (idempotency keys are scoped by it).
+    """
     def __init__(
         self,
         *,
         kind: Global___CallerKind.ValueType = ...,
         user_id: _builtins.int = ...,
+        staff_key_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "staff_key_id", b"staff_key_id", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

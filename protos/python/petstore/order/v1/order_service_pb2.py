@@ -26,25 +26,29 @@ from petstore.auth.v1 import caller_pb2 as petstore_dot_auth_dot_v1_dot_caller__
 from petstore.order.v1 import order_pb2 as petstore_dot_order_dot_v1_dot_order__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%petstore/order/v1/order_service.proto\x12\x11petstore.order.v1\x1a\x1dpetstore/auth/v1/caller.proto\x1a\x1dpetstore/order/v1/order.proto\"g\n\x12\x43reateOrderRequest\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\">\n\x13\x43reateOrderResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\"G\n\x0fGetOrderRequest\x12\n\n\x02id\x18\x01 \x01(\x03\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\";\n\x10GetOrderResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\"J\n\x12\x44\x65leteOrderRequest\x12\n\n\x02id\x18\x01 \x01(\x03\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"\x15\n\x13\x44\x65leteOrderResponse2\x9f\x02\n\x0cOrderService\x12\\\n\x0b\x43reateOrder\x12%.petstore.order.v1.CreateOrderRequest\x1a&.petstore.order.v1.CreateOrderResponse\x12S\n\x08GetOrder\x12\".petstore.order.v1.GetOrderRequest\x1a#.petstore.order.v1.GetOrderResponse\x12\\\n\x0b\x44\x65leteOrder\x12%.petstore.order.v1.DeleteOrderRequest\x1a&.petstore.order.v1.DeleteOrderResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%petstore/order/v1/order_service.proto\x12\x11petstore.order.v1\x1a\x1dpetstore/auth/v1/caller.proto\x1a\x1dpetstore/order/v1/order.proto\"\x80\x01\n\x12\x43reateOrderRequest\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"Y\n\x13\x43reateOrderResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\x12\x19\n\x11idempotent_replay\x18\x02 \x01(\x08\"G\n\x0fGetOrderRequest\x12\n\n\x02id\x18\x01 \x01(\x03\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\";\n\x10GetOrderResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\"J\n\x12\x44\x65leteOrderRequest\x12\n\n\x02id\x18\x01 \x01(\x03\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"\x15\n\x13\x44\x65leteOrderResponse\"\x80\x01\n\x18UpdateOrderStatusRequest\x12\n\n\x02id\x18\x01 \x01(\x03\x12.\n\x06status\x18\x02 \x01(\x0e\x32\x1e.petstore.order.v1.OrderStatus\x12(\n\x06\x63\x61ller\x18\x03 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"D\n\x19UpdateOrderStatusResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order2\x8f\x03\n\x0cOrderService\x12\\\n\x0b\x43reateOrder\x12%.petstore.order.v1.CreateOrderRequest\x1a&.petstore.order.v1.CreateOrderResponse\x12S\n\x08GetOrder\x12\".petstore.order.v1.GetOrderRequest\x1a#.petstore.order.v1.GetOrderResponse\x12\\\n\x0b\x44\x65leteOrder\x12%.petstore.order.v1.DeleteOrderRequest\x1a&.petstore.order.v1.DeleteOrderResponse\x12n\n\x11UpdateOrderStatus\x12+.petstore.order.v1.UpdateOrderStatusRequest\x1a,.petstore.order.v1.UpdateOrderStatusResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'petstore.order.v1.order_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CREATEORDERREQUEST']._serialized_start=122
-  _globals['_CREATEORDERREQUEST']._serialized_end=225
-  _globals['_CREATEORDERRESPONSE']._serialized_start=227
-  _globals['_CREATEORDERRESPONSE']._serialized_end=289
-  _globals['_GETORDERREQUEST']._serialized_start=291
-  _globals['_GETORDERREQUEST']._serialized_end=362
-  _globals['_GETORDERRESPONSE']._serialized_start=364
-  _globals['_GETORDERRESPONSE']._serialized_end=423
-  _globals['_DELETEORDERREQUEST']._serialized_start=425
-  _globals['_DELETEORDERREQUEST']._serialized_end=499
-  _globals['_DELETEORDERRESPONSE']._serialized_start=501
-  _globals['_DELETEORDERRESPONSE']._serialized_end=522
-  _globals['_ORDERSERVICE']._serialized_start=525
-  _globals['_ORDERSERVICE']._serialized_end=812
+  _globals['_CREATEORDERREQUEST']._serialized_start=123
+  _globals['_CREATEORDERREQUEST']._serialized_end=251
+  _globals['_CREATEORDERRESPONSE']._serialized_start=253
+  _globals['_CREATEORDERRESPONSE']._serialized_end=342
+  _globals['_GETORDERREQUEST']._serialized_start=344
+  _globals['_GETORDERREQUEST']._serialized_end=415
+  _globals['_GETORDERRESPONSE']._serialized_start=417
+  _globals['_GETORDERRESPONSE']._serialized_end=476
+  _globals['_DELETEORDERREQUEST']._serialized_start=478
+  _globals['_DELETEORDERREQUEST']._serialized_end=552
+  _globals['_DELETEORDERRESPONSE']._serialized_start=554
+  _globals['_DELETEORDERRESPONSE']._serialized_end=575
+  _globals['_UPDATEORDERSTATUSREQUEST']._serialized_start=578
+  _globals['_UPDATEORDERSTATUSREQUEST']._serialized_end=706
+  _globals['_UPDATEORDERSTATUSRESPONSE']._serialized_start=708
+  _globals['_UPDATEORDERSTATUSRESPONSE']._serialized_end=776
+  _globals['_ORDERSERVICE']._serialized_start=779
+  _globals['_ORDERSERVICE']._serialized_end=1178
 # @@protoc_insertion_point(module_scope)

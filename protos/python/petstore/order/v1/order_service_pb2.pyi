@@ -26,6 +26,13 @@ class CreateOrderRequest(_message.Message):
 
     ORDER_FIELD_NUMBER: _builtins.int
     CALLER_FIELD_NUMBER: _builtins.int
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
+    idempotency_key: _builtins.str
+    """A key the caller chose to make retries safe: a request with a key the same caller used
+    within the retention window, with the same content, has no second effect and gets the
+    first response again (idempotent_replay set); with other content it is
+    FAILED_PRECONDITION, and while the first is still running ABORTED. Empty: no key.
+    """
     @_builtins.property
     def order(self) -> _order_pb2.Order:
         """The order to store; its id is assigned by the server when absent. Its owner is the
@@ -41,10 +48,11 @@ class CreateOrderRequest(_message.Message):
         *,
         order: _order_pb2.Order | None = ...,
         caller: _caller_pb2.Caller | None = ...,
+        idempotency_key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "order", b"order"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "order", b"order"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "idempotency_key", b"idempotency_key", "order", b"order"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -57,6 +65,9 @@ class CreateOrderResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     ORDER_FIELD_NUMBER: _builtins.int
+    IDEMPOTENT_REPLAY_FIELD_NUMBER: _builtins.int
+    idempotent_replay: _builtins.bool
+    """Whether this is the recorded response of an earlier request with the same idempotency key."""
     @_builtins.property
     def order(self) -> _order_pb2.Order:
         """The stored order, with its id."""
@@ -65,10 +76,11 @@ class CreateOrderResponse(_message.Message):
         self,
         *,
         order: _order_pb2.Order | None = ...,
+        idempotent_replay: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["order", b"order"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["order", b"order"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["idempotent_replay", b"idempotent_replay", "order", b"order"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -170,3 +182,59 @@ class DeleteOrderResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DeleteOrderResponse: _TypeAlias = DeleteOrderResponse  # noqa: Y015
+
+@_typing.final
+class UpdateOrderStatusRequest(_message.Message):
+    """The request of UpdateOrderStatus."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    CALLER_FIELD_NUMBER: _builtins.int
+    id: _builtins.int
+    """The id of the order to move on."""
+    status: _order_pb2.OrderStatus.ValueType
+    """The status to move it to."""
+    @_builtins.property
+    def caller(self) -> _caller_pb2.Caller:
+        """Who asks."""
+
+    def __init__(
+        self,
+        *,
+        id: _builtins.int = ...,
+        status: _order_pb2.OrderStatus.ValueType = ...,
+        caller: _caller_pb2.Caller | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "id", b"id", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UpdateOrderStatusRequest: _TypeAlias = UpdateOrderStatusRequest  # noqa: Y015
+
+@_typing.final
+class UpdateOrderStatusResponse(_message.Message):
+    """The response of UpdateOrderStatus."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ORDER_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def order(self) -> _order_pb2.Order:
+        """The order as stored after the change."""
+
+    def __init__(
+        self,
+        *,
+        order: _order_pb2.Order | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["order", b"order"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["order", b"order"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UpdateOrderStatusResponse: _TypeAlias = UpdateOrderStatusResponse  # noqa: Y015

@@ -51,6 +51,11 @@ class OrderServiceStub:
                 request_serializer=petstore_dot_order_dot_v1_dot_order__service__pb2.DeleteOrderRequest.SerializeToString,
                 response_deserializer=petstore_dot_order_dot_v1_dot_order__service__pb2.DeleteOrderResponse.FromString,
                 _registered_method=True)
+        self.UpdateOrderStatus = channel.unary_unary(
+                '/petstore.order.v1.OrderService/UpdateOrderStatus',
+                request_serializer=petstore_dot_order_dot_v1_dot_order__service__pb2.UpdateOrderStatusRequest.SerializeToString,
+                response_deserializer=petstore_dot_order_dot_v1_dot_order__service__pb2.UpdateOrderStatusResponse.FromString,
+                _registered_method=True)
 
 
 class OrderServiceServicer:
@@ -75,7 +80,17 @@ class OrderServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DeleteOrder(self, request, context):
-        """Removes an order; NOT_FOUND when absent or not the caller's.
+        """Removes an order; NOT_FOUND when absent or not the caller's. A customer may cancel its
+        order only while it is placed: FAILED_PRECONDITION after that.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateOrderStatus(self, request, context):
+        """Moves an order on: placed to approved, approved to delivered (which completes it); asking
+        for the status it already has changes nothing. Any other move is FAILED_PRECONDITION naming
+        the allowed next status. PERMISSION_DENIED unless the caller is staff.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -98,6 +113,11 @@ def add_OrderServiceServicer_to_server(servicer, server):
                     servicer.DeleteOrder,
                     request_deserializer=petstore_dot_order_dot_v1_dot_order__service__pb2.DeleteOrderRequest.FromString,
                     response_serializer=petstore_dot_order_dot_v1_dot_order__service__pb2.DeleteOrderResponse.SerializeToString,
+            ),
+            'UpdateOrderStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateOrderStatus,
+                    request_deserializer=petstore_dot_order_dot_v1_dot_order__service__pb2.UpdateOrderStatusRequest.FromString,
+                    response_serializer=petstore_dot_order_dot_v1_dot_order__service__pb2.UpdateOrderStatusResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -183,6 +203,33 @@ class OrderService:
             '/petstore.order.v1.OrderService/DeleteOrder',
             petstore_dot_order_dot_v1_dot_order__service__pb2.DeleteOrderRequest.SerializeToString,
             petstore_dot_order_dot_v1_dot_order__service__pb2.DeleteOrderResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateOrderStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/petstore.order.v1.OrderService/UpdateOrderStatus',
+            petstore_dot_order_dot_v1_dot_order__service__pb2.UpdateOrderStatusRequest.SerializeToString,
+            petstore_dot_order_dot_v1_dot_order__service__pb2.UpdateOrderStatusResponse.FromString,
             options,
             channel_credentials,
             insecure,

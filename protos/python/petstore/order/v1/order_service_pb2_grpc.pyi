@@ -43,7 +43,14 @@ class OrderServiceStub:
     GetOrder: _grpc.UnaryUnaryMultiCallable[_order_service_pb2.GetOrderRequest, _order_service_pb2.GetOrderResponse]
     """Returns one order; NOT_FOUND when absent or not the caller's."""
     DeleteOrder: _grpc.UnaryUnaryMultiCallable[_order_service_pb2.DeleteOrderRequest, _order_service_pb2.DeleteOrderResponse]
-    """Removes an order; NOT_FOUND when absent or not the caller's."""
+    """Removes an order; NOT_FOUND when absent or not the caller's. A customer may cancel its
+    order only while it is placed: FAILED_PRECONDITION after that.
+    """
+    UpdateOrderStatus: _grpc.UnaryUnaryMultiCallable[_order_service_pb2.UpdateOrderStatusRequest, _order_service_pb2.UpdateOrderStatusResponse]
+    """Moves an order on: placed to approved, approved to delivered (which completes it); asking
+    for the status it already has changes nothing. Any other move is FAILED_PRECONDITION naming
+    the allowed next status. PERMISSION_DENIED unless the caller is staff.
+    """
 
 @_typing.type_check_only
 class OrderServiceAsyncStub(OrderServiceStub):
@@ -60,7 +67,14 @@ class OrderServiceAsyncStub(OrderServiceStub):
     GetOrder: _aio.UnaryUnaryMultiCallable[_order_service_pb2.GetOrderRequest, _order_service_pb2.GetOrderResponse]  # type: ignore[assignment]
     """Returns one order; NOT_FOUND when absent or not the caller's."""
     DeleteOrder: _aio.UnaryUnaryMultiCallable[_order_service_pb2.DeleteOrderRequest, _order_service_pb2.DeleteOrderResponse]  # type: ignore[assignment]
-    """Removes an order; NOT_FOUND when absent or not the caller's."""
+    """Removes an order; NOT_FOUND when absent or not the caller's. A customer may cancel its
+    order only while it is placed: FAILED_PRECONDITION after that.
+    """
+    UpdateOrderStatus: _aio.UnaryUnaryMultiCallable[_order_service_pb2.UpdateOrderStatusRequest, _order_service_pb2.UpdateOrderStatusResponse]  # type: ignore[assignment]
+    """Moves an order on: placed to approved, approved to delivered (which completes it); asking
+    for the status it already has changes nothing. Any other move is FAILED_PRECONDITION naming
+    the allowed next status. PERMISSION_DENIED unless the caller is staff.
+    """
 
 class OrderServiceServicer(metaclass=_abc_1.ABCMeta):
     """Owns the store's orders. A customer's order belongs to that customer: other customers are
@@ -92,6 +106,19 @@ class OrderServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _order_service_pb2.DeleteOrderRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_order_service_pb2.DeleteOrderResponse, _abc.Awaitable[_order_service_pb2.DeleteOrderResponse]]:
-        """Removes an order; NOT_FOUND when absent or not the caller's."""
+        """Removes an order; NOT_FOUND when absent or not the caller's. A customer may cancel its
+        order only while it is placed: FAILED_PRECONDITION after that.
+        """
+
+    @_abc_1.abstractmethod
+    def UpdateOrderStatus(
+        self,
+        request: _order_service_pb2.UpdateOrderStatusRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_order_service_pb2.UpdateOrderStatusResponse, _abc.Awaitable[_order_service_pb2.UpdateOrderStatusResponse]]:
+        """Moves an order on: placed to approved, approved to delivered (which completes it); asking
+        for the status it already has changes nothing. Any other move is FAILED_PRECONDITION naming
+        the allowed next status. PERMISSION_DENIED unless the caller is staff.
+        """
 
 def add_OrderServiceServicer_to_server(servicer: OrderServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -75,6 +75,13 @@ class CreatePetRequest(_message.Message):
 
     PET_FIELD_NUMBER: _builtins.int
     CALLER_FIELD_NUMBER: _builtins.int
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
+    idempotency_key: _builtins.str
+    """A key the caller chose to make retries safe: a request with a key the same caller used
+    within the retention window, with the same content, has no second effect and gets the
+    first response again (idempotent_replay set); with other content it is
+    FAILED_PRECONDITION, and while the first is still running ABORTED. Empty: no key.
+    """
     @_builtins.property
     def pet(self) -> _pet_pb2.Pet:
         """The pet to store; its id is assigned by the server when absent."""
@@ -88,10 +95,11 @@ class CreatePetRequest(_message.Message):
         *,
         pet: _pet_pb2.Pet | None = ...,
         caller: _caller_pb2.Caller | None = ...,
+        idempotency_key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "pet", b"pet"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "pet", b"pet"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "idempotency_key", b"idempotency_key", "pet", b"pet"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -104,6 +112,9 @@ class CreatePetResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     PET_FIELD_NUMBER: _builtins.int
+    IDEMPOTENT_REPLAY_FIELD_NUMBER: _builtins.int
+    idempotent_replay: _builtins.bool
+    """Whether this is the recorded response of an earlier request with the same idempotency key."""
     @_builtins.property
     def pet(self) -> _pet_pb2.Pet:
         """The stored pet, with its id."""
@@ -112,10 +123,11 @@ class CreatePetResponse(_message.Message):
         self,
         *,
         pet: _pet_pb2.Pet | None = ...,
+        idempotent_replay: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["pet", b"pet"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["pet", b"pet"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["idempotent_replay", b"idempotent_replay", "pet", b"pet"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -55,8 +55,16 @@ class CreateUserRequest(_message.Message):
     USER_FIELD_NUMBER: _builtins.int
     PASSWORD_FIELD_NUMBER: _builtins.int
     CALLER_FIELD_NUMBER: _builtins.int
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
     password: _builtins.str
     """The user's password in clear; only its hash is stored."""
+    idempotency_key: _builtins.str
+    """A key the caller chose to make retries safe: a request with a key the same caller used
+    within the retention window, with the same content, has no second effect and gets the
+    first response again (idempotent_replay set); with other content it is
+    FAILED_PRECONDITION, and while the first is still running ABORTED. Empty: no key (and
+    unused inside CreateUsersRequest).
+    """
     @_builtins.property
     def user(self) -> _user_pb2.User:
         """The user to create."""
@@ -71,10 +79,11 @@ class CreateUserRequest(_message.Message):
         user: _user_pb2.User | None = ...,
         password: _builtins.str = ...,
         caller: _caller_pb2.Caller | None = ...,
+        idempotency_key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "user", b"user"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "password", b"password", "user", b"user"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "idempotency_key", b"idempotency_key", "password", b"password", "user", b"user"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -87,6 +96,9 @@ class CreateUserResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     USER_FIELD_NUMBER: _builtins.int
+    IDEMPOTENT_REPLAY_FIELD_NUMBER: _builtins.int
+    idempotent_replay: _builtins.bool
+    """Whether this is the recorded response of an earlier request with the same idempotency key."""
     @_builtins.property
     def user(self) -> _user_pb2.User:
         """The stored user, with its id."""
@@ -95,10 +107,11 @@ class CreateUserResponse(_message.Message):
         self,
         *,
         user: _user_pb2.User | None = ...,
+        idempotent_replay: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["user", b"user"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["user", b"user"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["idempotent_replay", b"idempotent_replay", "user", b"user"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -112,6 +125,13 @@ class CreateUsersRequest(_message.Message):
 
     USERS_FIELD_NUMBER: _builtins.int
     CALLER_FIELD_NUMBER: _builtins.int
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
+    idempotency_key: _builtins.str
+    """A key the caller chose to make retries safe: a request with a key the same caller used
+    within the retention window, with the same content, has no second effect and gets the
+    first response again (idempotent_replay set); with other content it is
+    FAILED_PRECONDITION, and while the first is still running ABORTED. Empty: no key.
+    """
     @_builtins.property
     def users(self) -> _containers.RepeatedCompositeFieldContainer[Global___CreateUserRequest]:
         """The users to create, in order."""
@@ -125,10 +145,11 @@ class CreateUsersRequest(_message.Message):
         *,
         users: _abc.Iterable[Global___CreateUserRequest] | None = ...,
         caller: _caller_pb2.Caller | None = ...,
+        idempotency_key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "users", b"users"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "idempotency_key", b"idempotency_key", "users", b"users"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -141,6 +162,9 @@ class CreateUsersResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     USERS_FIELD_NUMBER: _builtins.int
+    IDEMPOTENT_REPLAY_FIELD_NUMBER: _builtins.int
+    idempotent_replay: _builtins.bool
+    """Whether this is the recorded response of an earlier request with the same idempotency key."""
     @_builtins.property
     def users(self) -> _containers.RepeatedCompositeFieldContainer[_user_pb2.User]:
         """The stored users, in request order."""
@@ -149,10 +173,11 @@ class CreateUsersResponse(_message.Message):
         self,
         *,
         users: _abc.Iterable[_user_pb2.User] | None = ...,
+        idempotent_replay: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["users", b"users"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["idempotent_replay", b"idempotent_replay", "users", b"users"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

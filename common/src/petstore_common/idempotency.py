@@ -1,0 +1,329 @@
+"""Idempotency keys: a retried create has no second effect and gets the first answer again.
+
+The service that owns the resource records (caller, key) -> (request fingerprint, response) in
+its own database, under the record's unique `_id`, before it answers: two racing twins cannot
+both insert the record, so only one runs. A record is `pending` while its request runs and
+`done` with the serialized response after. Records are kept IDEMPOTENCY_TTL_SECONDS (24 h)
+from their first request; expiry is enforced by the reader and a periodic purge, not a TTL
+index (FerretDB has none).
+
+A request that fails with a definite answer (invalid, not found, taken) releases its record,
+so it can be retried as it is or corrected. One whose outcome is unknown (the database or a
+service went away mid-write) leaves its record pending with the ids it reserved, free to be
+taken over at once: the retry writes under the same ids, and finding them taken means the
+first attempt did write, so the resource is answered, never created twice. A pending record
+whose request is still running is ABORTED (409) for its twins; the lease bounds how long a
+crashed process can block a key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol, TypeVar
+
+from google.protobuf.message import Message
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.errors import DuplicateKeyError
+
+from petstore.auth.v1 import caller_pb2
+from petstore_common.callers import customer_id, is_staff
+from petstore_common.errors import Aborted, FailedPrecondition, InvalidArgument, ServiceError, Unavailable
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TTL_SECONDS = 24 * 3600.0
+LEASE_SECONDS = 30.0
+"""How long a running request holds its key; longer than any deadline a request is given."""
+MAX_KEY_CHARS = 255
+PURGE_INTERVAL_SECONDS = 60.0
+
+IN_PROGRESS = "a request with this Idempotency-Key is still being processed; retry later"
+REUSED = "this Idempotency-Key was already used with a different request"
+
+Document = dict[str, Any]
+ResponseT = TypeVar("ResponseT", bound=Message)
+
+
+def check_key(key: str) -> str:
+    """1 to 255 characters of visible ASCII (RFC 8941 tokens and UUIDs fit)."""
+    if not (0 < len(key) <= MAX_KEY_CHARS and all("!" <= char <= "~" for char in key)):
+        raise InvalidArgument(f"Idempotency-Key must be 1 to {MAX_KEY_CHARS} characters of visible ASCII")
+    return key
+
+
+def caller_scope(caller: caller_pb2.Caller) -> str:
+    """Keys are the caller's own: one staff key, one customer, or everybody anonymous."""
+    if is_staff(caller):
+        return f"staff:{caller.staff_key_id}"
+    customer = customer_id(caller)
+    return "anonymous" if customer is None else f"customer:{customer}"
+
+
+def fingerprint(request: Message, *, secret: bytes = b"") -> str:
+    """A digest of what the request asks for: the request without its key and caller, in
+    deterministic wire form (so the same pet sent as JSON or as XML is the same request).
+    With a secret it is an HMAC, for requests holding a password."""
+    content = type(request)()
+    content.CopyFrom(request)
+    for name in ("idempotency_key", "caller"):
+        if name in content.DESCRIPTOR.fields_by_name:
+            content.ClearField(name)
+    data = content.SerializeToString(deterministic=True)
+    if secret:
+        return hmac.new(secret, data, hashlib.sha256).hexdigest()
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """The request may run. `reserved` holds the ids an earlier attempt of it reserved (its
+    outcome unknown): write under those ids again."""
+
+    reserved: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """The request ran before: this is its serialized response."""
+
+    response: bytes
+
+
+class IdempotencyStore(Protocol):
+    async def ensure_indexes(self) -> None:
+        """Create the indexes the purge needs (idempotent)."""
+
+    async def claim(
+        self, record_id: str, fingerprint: str, now: datetime, ttl: timedelta
+    ) -> Claimed | Replay:
+        """Start the request under `record_id`: Claimed, or Replay of the recorded response.
+        FailedPrecondition when the record holds another request; Aborted while a twin runs."""
+
+    async def reserve(self, record_id: str, ids: tuple[int, ...]) -> None:
+        """Remember the ids the running request is about to write under."""
+
+    async def complete(self, record_id: str, response: bytes) -> None:
+        """Record the response: from now on the key replays it."""
+
+    async def release(self, record_id: str) -> None:
+        """Forget a claim whose request had a definite failure: a retry runs afresh."""
+
+    async def abandon(self, record_id: str, now: datetime) -> None:
+        """Keep the claim and its reserved ids, but let a retry take it over at once."""
+
+    async def purge(self, now: datetime) -> None:
+        """Delete expired records."""
+
+
+@dataclass
+class _Record:
+    fingerprint: str
+    expires_at: datetime
+    lease_until: datetime
+    reserved: tuple[int, ...] = ()
+    response: bytes | None = None
+
+
+@dataclass
+class MemoryIdempotencyStore:
+    """The embedded store's records. No method awaits, so each call is atomic on the loop."""
+
+    records: dict[str, _Record] = field(default_factory=dict)
+
+    async def ensure_indexes(self) -> None:
+        """Nothing to index."""
+
+    async def claim(
+        self, record_id: str, fingerprint: str, now: datetime, ttl: timedelta
+    ) -> Claimed | Replay:
+        record = self.records.get(record_id)
+        if record is None or record.expires_at <= now:
+            self.records[record_id] = _Record(fingerprint, now + ttl, now + _LEASE)
+            return Claimed()
+        if record.fingerprint != fingerprint:
+            raise FailedPrecondition(REUSED)
+        if record.response is not None:
+            return Replay(record.response)
+        if record.lease_until > now:
+            raise Aborted(IN_PROGRESS)
+        record.lease_until = now + _LEASE  # taken over: its earlier request is gone
+        return Claimed(record.reserved)
+
+    async def reserve(self, record_id: str, ids: tuple[int, ...]) -> None:
+        self.records[record_id].reserved = ids
+
+    async def complete(self, record_id: str, response: bytes) -> None:
+        self.records[record_id].response = response
+
+    async def release(self, record_id: str) -> None:
+        record = self.records.get(record_id)
+        if record is not None and record.response is None:
+            del self.records[record_id]
+
+    async def abandon(self, record_id: str, now: datetime) -> None:
+        record = self.records.get(record_id)
+        if record is not None and record.response is None:
+            record.lease_until = now
+
+    async def purge(self, now: datetime) -> None:
+        for record_id in [key for key, record in self.records.items() if record.expires_at <= now]:
+            del self.records[record_id]
+
+
+_LEASE = timedelta(seconds=LEASE_SECONDS)
+MAX_CLAIM_ATTEMPTS = 8
+"""A claim races only with twins and with expiry; a few rounds always settle it."""
+
+
+class MongoIdempotencyStore:
+    """Records in the service's own database: `_id` is "<caller scope> <key>" (a key has no
+    space), which the collection's unique `_id` index guards."""
+
+    def __init__(self, collection: AsyncCollection[Document]) -> None:
+        self._records = collection
+
+    async def ensure_indexes(self) -> None:
+        await self._records.create_index("expires_at")
+
+    async def claim(
+        self, record_id: str, fingerprint: str, now: datetime, ttl: timedelta
+    ) -> Claimed | Replay:
+        fresh = {
+            "_id": record_id,
+            "fingerprint": fingerprint,
+            "expires_at": now + ttl,
+            "lease_until": now + _LEASE,
+            "reserved": [],
+        }
+        for _ in range(MAX_CLAIM_ATTEMPTS):
+            try:
+                await self._records.insert_one(fresh)
+                return Claimed()
+            except DuplicateKeyError:
+                pass
+            record = await self._records.find_one({"_id": record_id})
+            if record is None:
+                continue  # released or purged meanwhile: insert again
+            if _aware(record["expires_at"]) <= now:
+                # Expired: replace it, unless a twin replaced it first.
+                await self._records.delete_one({"_id": record_id, "expires_at": record["expires_at"]})
+                continue
+            if record["fingerprint"] != fingerprint:
+                raise FailedPrecondition(REUSED)
+            if record.get("response") is not None:
+                return Replay(bytes(record["response"]))
+            if _aware(record["lease_until"]) > now:
+                raise Aborted(IN_PROGRESS)
+            taken = await self._records.update_one(
+                {"_id": record_id, "response": None, "lease_until": record["lease_until"]},
+                {"$set": {"lease_until": now + _LEASE}},
+            )
+            if taken.matched_count == 1:
+                return Claimed(tuple(int(i) for i in record.get("reserved", [])))
+        raise Unavailable("could not claim the Idempotency-Key; retry")
+
+    async def reserve(self, record_id: str, ids: tuple[int, ...]) -> None:
+        await self._records.update_one({"_id": record_id}, {"$set": {"reserved": list(ids)}})
+
+    async def complete(self, record_id: str, response: bytes) -> None:
+        await self._records.update_one({"_id": record_id}, {"$set": {"response": response}})
+
+    async def release(self, record_id: str) -> None:
+        await self._records.delete_one({"_id": record_id, "response": None})
+
+    async def abandon(self, record_id: str, now: datetime) -> None:
+        await self._records.update_one({"_id": record_id, "response": None}, {"$set": {"lease_until": now}})
+
+    async def purge(self, now: datetime) -> None:
+        await self._records.delete_many({"expires_at": {"$lte": now}})
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+@dataclass
+class Reservation:
+    """What a running request reserves before it writes: the ids its resource will have."""
+
+    store: IdempotencyStore
+    record_id: str | None
+    earlier: tuple[int, ...] = ()
+    """Ids an earlier attempt with an unknown outcome reserved: write under them again."""
+    ids: tuple[int, ...] = ()
+
+    async def reserve(self, ids: tuple[int, ...]) -> None:
+        self.ids = ids
+        if self.record_id is not None:
+            await self.store.reserve(self.record_id, ids)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Idempotency:
+    """Runs creates under their callers' idempotency keys; shared by the services."""
+
+    def __init__(
+        self,
+        store: IdempotencyStore,
+        *,
+        ttl_seconds: float = DEFAULT_TTL_SECONDS,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self._store = store
+        self._ttl = timedelta(seconds=ttl_seconds)
+        self._clock = clock
+        self._next_purge: datetime | None = None
+
+    async def run(
+        self,
+        *,
+        key: str,
+        caller: caller_pb2.Caller,
+        fingerprint: str,
+        response_type: type[ResponseT],
+        execute: Callable[[Reservation], Awaitable[ResponseT]],
+    ) -> tuple[ResponseT, bool]:
+        """(the response, whether it is a replay). Without a key, `execute` just runs."""
+        if not key:
+            return await execute(Reservation(self._store, None)), False
+        record_id = f"{caller_scope(caller)} {check_key(key)}"
+        now = self._clock()
+        await self._purge_now_and_then(now)
+        outcome = await self._store.claim(record_id, fingerprint, now, self._ttl)
+        if isinstance(outcome, Replay):
+            return response_type.FromString(outcome.response), True
+        reservation = Reservation(self._store, record_id, outcome.reserved)
+        try:
+            response = await execute(reservation)
+        except ServiceError as exc:
+            await asyncio.shield(self._settle(record_id, definite=not isinstance(exc, Unavailable)))
+            raise
+        except BaseException:  # a deadline, a cancellation, a lost database: outcome unknown
+            await asyncio.shield(self._settle(record_id, definite=False))
+            raise
+        await self._store.complete(record_id, response.SerializeToString())
+        return response, False
+
+    async def _settle(self, record_id: str, *, definite: bool) -> None:
+        try:
+            if definite:
+                await self._store.release(record_id)
+            else:
+                await self._store.abandon(record_id, self._clock())
+        except Exception as exc:  # the database is gone too: the lease frees the key
+            log.warning("could not settle an idempotency record", extra={"error": type(exc).__name__})
+
+    async def _purge_now_and_then(self, now: datetime) -> None:
+        if self._next_purge is not None and now < self._next_purge:
+            return
+        self._next_purge = now + timedelta(seconds=PURGE_INTERVAL_SECONDS)
+        await self._store.purge(now)

@@ -1,0 +1,262 @@
+"""Idempotency records: one contract for the embedded and the MongoDB store (FerretDB under
+`make test`), and the runner the services share."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from pymongo.asynchronous.database import AsyncDatabase
+
+from petstore.auth.v1 import caller_pb2
+from petstore.pet.v1 import pet_pb2, pet_service_pb2
+from petstore_common import callers
+from petstore_common.errors import Aborted, AlreadyExists, FailedPrecondition, InvalidArgument, Unavailable
+from petstore_common.idempotency import (
+    IN_PROGRESS,
+    LEASE_SECONDS,
+    REUSED,
+    Claimed,
+    Idempotency,
+    IdempotencyStore,
+    MemoryIdempotencyStore,
+    MongoIdempotencyStore,
+    Replay,
+    Reservation,
+    caller_scope,
+    check_key,
+    fingerprint,
+)
+
+T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+DAY = timedelta(days=1)
+LEASE = timedelta(seconds=LEASE_SECONDS)
+STAFF = caller_pb2.Caller(kind=caller_pb2.CALLER_KIND_STAFF, staff_key_id="a")
+
+
+@pytest.fixture
+def memory_store() -> MemoryIdempotencyStore:
+    return MemoryIdempotencyStore()
+
+
+@pytest.fixture
+async def mongo_store(mongo_db: AsyncDatabase[dict[str, Any]]) -> MongoIdempotencyStore:
+    store = MongoIdempotencyStore(mongo_db["idempotency_keys"])
+    await store.ensure_indexes()
+    return store
+
+
+@pytest.fixture(params=["memory", pytest.param("mongo", marks=pytest.mark.mongo)])
+def store(request: pytest.FixtureRequest) -> IdempotencyStore:
+    implementation: IdempotencyStore = request.getfixturevalue(f"{request.param}_store")
+    return implementation
+
+
+# --- the store contract --------------------------------------------------------------------
+
+
+async def test_a_first_claim_runs_and_a_completed_one_replays(store: IdempotencyStore) -> None:
+    assert await store.claim("staff:a k1", "f1", T0, DAY) == Claimed()
+    await store.complete("staff:a k1", b"response-1")
+
+    assert await store.claim("staff:a k1", "f1", T0 + timedelta(hours=23), DAY) == Replay(b"response-1")
+
+
+async def test_another_request_under_the_key_is_refused(store: IdempotencyStore) -> None:
+    await store.claim("staff:a k1", "f1", T0, DAY)
+    await store.complete("staff:a k1", b"r")
+
+    with pytest.raises(FailedPrecondition, match=REUSED):
+        await store.claim("staff:a k1", "f2", T0, DAY)
+
+
+async def test_a_twin_of_a_running_request_is_aborted(store: IdempotencyStore) -> None:
+    await store.claim("staff:a k1", "f1", T0, DAY)
+
+    with pytest.raises(Aborted, match=IN_PROGRESS):
+        await store.claim("staff:a k1", "f1", T0 + LEASE - timedelta(seconds=1), DAY)
+
+
+async def test_racing_twins_one_claims(store: IdempotencyStore) -> None:
+    outcomes = await asyncio.gather(
+        *(store.claim("customer:7 k", "f", T0, DAY) for _ in range(12)), return_exceptions=True
+    )
+
+    assert sum(isinstance(outcome, Claimed) for outcome in outcomes) == 1
+    assert all(isinstance(outcome, (Claimed, Aborted)) for outcome in outcomes), outcomes
+
+
+async def test_records_of_other_callers_never_meet(store: IdempotencyStore) -> None:
+    await store.claim("customer:1 k", "f1", T0, DAY)
+    await store.complete("customer:1 k", b"one")
+
+    assert await store.claim("customer:2 k", "f2", T0, DAY) == Claimed()
+
+
+async def test_an_expired_record_is_forgotten(store: IdempotencyStore) -> None:
+    await store.claim("staff:a k", "f1", T0, DAY)
+    await store.complete("staff:a k", b"old")
+
+    assert await store.claim("staff:a k", "f2", T0 + DAY, DAY) == Claimed()
+
+
+async def test_a_released_claim_runs_again_even_corrected(store: IdempotencyStore) -> None:
+    await store.claim("staff:a k", "f1", T0, DAY)
+    await store.release("staff:a k")
+
+    assert await store.claim("staff:a k", "f2", T0, DAY) == Claimed()
+
+
+async def test_an_abandoned_claim_is_taken_over_with_its_reserved_ids(store: IdempotencyStore) -> None:
+    await store.claim("staff:a k", "f", T0, DAY)
+    await store.reserve("staff:a k", (41, 42))
+    await store.abandon("staff:a k", T0)
+
+    assert await store.claim("staff:a k", "f", T0 + timedelta(seconds=1), DAY) == Claimed((41, 42))
+    with pytest.raises(Aborted):  # taken over: held again
+        await store.claim("staff:a k", "f", T0 + timedelta(seconds=2), DAY)
+
+
+async def test_a_crashed_claim_is_free_once_its_lease_runs_out(store: IdempotencyStore) -> None:
+    await store.claim("staff:a k", "f", T0, DAY)
+    await store.reserve("staff:a k", (7,))
+
+    assert await store.claim("staff:a k", "f", T0 + LEASE + timedelta(seconds=1), DAY) == Claimed((7,))
+
+
+async def test_release_and_abandon_leave_a_completed_record_alone(store: IdempotencyStore) -> None:
+    await store.claim("staff:a k", "f", T0, DAY)
+    await store.complete("staff:a k", b"done")
+    await store.release("staff:a k")
+    await store.abandon("staff:a k", T0)
+
+    assert await store.claim("staff:a k", "f", T0, DAY) == Replay(b"done")
+
+
+async def test_purge_deletes_only_expired_records(store: IdempotencyStore) -> None:
+    await store.claim("staff:a old", "f", T0, DAY)
+    await store.complete("staff:a old", b"old")
+    await store.claim("staff:a new", "f", T0 + timedelta(hours=12), DAY)
+    await store.complete("staff:a new", b"new")
+
+    await store.purge(T0 + DAY)
+
+    assert await store.claim("staff:a new", "f", T0 + DAY, DAY) == Replay(b"new")
+    assert await store.claim("staff:a old", "g", T0 + DAY, DAY) == Claimed()
+
+
+# --- keys, scopes, fingerprints ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", ["", "a b", "k" * 256, "tab\there", "ключ"])
+def test_keys_are_visible_ascii_up_to_255(key: str) -> None:
+    with pytest.raises(InvalidArgument, match="Idempotency-Key must be 1 to 255"):
+        check_key(key)
+
+
+@pytest.mark.parametrize("key", ["k", "k" * 255, "0f8fad5b-d9cb-469f-a165-70867728950e", "!~"])
+def test_good_keys_pass(key: str) -> None:
+    assert check_key(key) == key
+
+
+def test_scopes_tell_callers_apart() -> None:
+    staff_a = caller_pb2.Caller(kind=caller_pb2.CALLER_KIND_STAFF, staff_key_id="a")
+    staff_b = caller_pb2.Caller(kind=caller_pb2.CALLER_KIND_STAFF, staff_key_id="b")
+    scopes = {caller_scope(c) for c in (staff_a, staff_b, callers.customer(1), callers.customer(2))}
+    assert len(scopes) == 4
+    assert caller_scope(callers.anonymous()) == caller_scope(caller_pb2.Caller()) == "anonymous"
+
+
+def test_the_fingerprint_ignores_key_and_caller_and_sees_everything_else() -> None:
+    def request(
+        name: str, key: str = "k", caller: caller_pb2.Caller = STAFF
+    ) -> pet_service_pb2.CreatePetRequest:
+        return pet_service_pb2.CreatePetRequest(
+            pet=pet_pb2.Pet(name=name), idempotency_key=key, caller=caller
+        )
+
+    base = fingerprint(request("Rex"))
+    assert fingerprint(request("Rex", key="other", caller=callers.customer(3))) == base
+    assert fingerprint(request("Max")) != base
+    assert fingerprint(request("Rex"), secret=b"s") not in (base, fingerprint(request("Rex"), secret=b"t"))
+
+
+# --- the runner ------------------------------------------------------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class Effects:
+    """A create whose effect is counted: `Caller` stands in for any response message."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.reserved: list[tuple[int, ...]] = []
+
+    async def once(self, reservation: Reservation) -> caller_pb2.Caller:
+        self.reserved.append(reservation.earlier)
+        await reservation.reserve((100 + self.count,))
+        self.count += 1
+        return caller_pb2.Caller(user_id=self.count)
+
+
+async def run(idempotency: Idempotency, effects: Effects, key: str = "k", fp: str = "f") -> tuple[Any, bool]:
+    return await idempotency.run(
+        key=key, caller=STAFF, fingerprint=fp, response_type=caller_pb2.Caller, execute=effects.once
+    )
+
+
+async def test_a_retry_replays_the_first_response_with_no_second_effect(store: IdempotencyStore) -> None:
+    idempotency, effects = Idempotency(store, clock=Clock()), Effects()
+
+    first = await run(idempotency, effects)
+    again = await run(idempotency, effects)
+
+    assert (first, again) == ((caller_pb2.Caller(user_id=1), False), (caller_pb2.Caller(user_id=1), True))
+    assert effects.count == 1
+
+
+async def test_without_a_key_every_request_runs(store: IdempotencyStore) -> None:
+    idempotency, effects = Idempotency(store, clock=Clock()), Effects()
+
+    await run(idempotency, effects, key="")
+    await run(idempotency, effects, key="")
+
+    assert effects.count == 2
+
+
+async def test_a_definite_failure_frees_the_key(store: IdempotencyStore) -> None:
+    idempotency, effects = Idempotency(store, clock=Clock()), Effects()
+
+    async def taken(reservation: Reservation) -> caller_pb2.Caller:
+        raise AlreadyExists("pet 5 already exists")
+
+    with pytest.raises(AlreadyExists):
+        await idempotency.run(
+            key="k", caller=STAFF, fingerprint="f", response_type=caller_pb2.Caller, execute=taken
+        )
+    assert await run(idempotency, effects, fp="corrected") == (caller_pb2.Caller(user_id=1), False)
+
+
+async def test_an_unknown_outcome_hands_its_reserved_ids_to_the_retry(store: IdempotencyStore) -> None:
+    idempotency, effects = Idempotency(store, clock=Clock()), Effects()
+
+    async def lost(reservation: Reservation) -> caller_pb2.Caller:
+        await reservation.reserve((77,))
+        raise Unavailable("the database is unavailable")
+
+    with pytest.raises(Unavailable):
+        await idempotency.run(
+            key="k", caller=STAFF, fingerprint="f", response_type=caller_pb2.Caller, execute=lost
+        )
+    await run(idempotency, effects)
+
+    assert effects.reserved == [(77,)]
