@@ -325,3 +325,150 @@ async def test_without_a_known_caller_orders_are_refused(
     with fails(grpc.StatusCode.PERMISSION_DENIED, refused):
         await delete(stub, stored.id, caller)
     assert await store.get(stored.id) == stored
+
+
+DELIVERED = order_pb2.ORDER_STATUS_DELIVERED
+
+
+async def move(
+    stub: OrderServiceAsyncStub,
+    order_id: int,
+    status: order_pb2.OrderStatus.ValueType,
+    caller: callers.Caller = STAFF,
+) -> order_pb2.Order:
+    request = order_service_pb2.UpdateOrderStatusRequest(id=order_id, status=status, caller=caller)
+    return (await stub.UpdateOrderStatus(request, timeout=5)).order
+
+
+async def test_staff_move_an_order_placed_approved_delivered(
+    stub: OrderServiceAsyncStub, pet_id: int
+) -> None:
+    order = await create(stub, order_pb2.Order(pet_id=pet_id, quantity=1), ANN)
+
+    approved = await move(stub, order.id, APPROVED)
+    delivered = await move(stub, order.id, DELIVERED)
+
+    assert (approved.status, approved.complete) == (APPROVED, False)
+    assert (delivered.status, delivered.complete) == (DELIVERED, True)
+    assert await get(stub, order.id, ANN) == delivered
+    assert await move(stub, order.id, DELIVERED) == delivered  # asking again changes nothing
+
+
+@pytest.mark.parametrize(
+    ("path", "target", "message"),
+    [
+        ((), DELIVERED, "is placed: it can move to approved only"),
+        ((APPROVED,), PLACED, "is approved: it can move to delivered only"),
+        ((APPROVED, DELIVERED), APPROVED, "is delivered: it cannot move on"),
+        ((APPROVED, DELIVERED), PLACED, "is delivered: it cannot move on"),
+    ],
+)
+async def test_every_other_move_is_refused(
+    stub: OrderServiceAsyncStub,
+    pet_id: int,
+    path: tuple[order_pb2.OrderStatus.ValueType, ...],
+    target: order_pb2.OrderStatus.ValueType,
+    message: str,
+) -> None:
+    order = await create(stub, order_pb2.Order(pet_id=pet_id, quantity=1))
+    for status in path:
+        order = await move(stub, order.id, status)
+
+    with fails(grpc.StatusCode.FAILED_PRECONDITION, f"order {order.id} {message}"):
+        await move(stub, order.id, target)
+    assert await get(stub, order.id) == order
+
+
+@pytest.mark.parametrize("caller", [ANN, callers.anonymous()], ids=["customer", "anonymous"])
+async def test_only_staff_move_orders(
+    stub: OrderServiceAsyncStub, pet_id: int, caller: callers.Caller
+) -> None:
+    order = await create(stub, order_pb2.Order(pet_id=pet_id, quantity=1), ANN)
+
+    with fails(grpc.StatusCode.PERMISSION_DENIED, "only staff may move an order on"):
+        await move(stub, order.id, APPROVED, caller)
+    assert (await get(stub, order.id)).status == PLACED
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"status": APPROVED}, {"status": DELIVERED}, {"complete": True}],
+    ids=["approved", "delivered", "complete"],
+)
+async def test_a_customers_new_order_is_placed_and_open(
+    stub: OrderServiceAsyncStub, store: MemoryOrderStore, pet_id: int, fields: dict[str, object]
+) -> None:
+    with fails(
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "a new order is placed and not complete: status and complete are set by staff",
+    ):
+        await create(stub, order_pb2.Order(pet_id=pet_id, quantity=1, **fields), ANN)  # type: ignore[arg-type]
+    staffs = await create(stub, order_pb2.Order(pet_id=pet_id, quantity=1, **fields))  # type: ignore[arg-type]
+    assert staffs.id > 0
+
+
+async def test_a_customer_cancels_only_a_placed_order(stub: OrderServiceAsyncStub, pet_id: int) -> None:
+    open_order = await create(stub, order_pb2.Order(pet_id=pet_id, quantity=1), ANN)
+    approved = await create(stub, order_pb2.Order(pet_id=pet_id, quantity=1), ANN)
+    await move(stub, approved.id, APPROVED)
+
+    await delete(stub, open_order.id, ANN)
+    with fails(
+        grpc.StatusCode.FAILED_PRECONDITION,
+        f"order {approved.id} is approved: only a placed order can be cancelled",
+    ):
+        await delete(stub, approved.id, ANN)
+    await delete(stub, approved.id)  # staff may
+
+    for order_id in (open_order.id, approved.id):
+        with fails(grpc.StatusCode.NOT_FOUND, f"order {order_id} not found"):
+            await get(stub, order_id)
+
+
+def keyed(
+    order: order_pb2.Order, caller: callers.Caller, key: str = "k1"
+) -> order_service_pb2.CreateOrderRequest:
+    return order_service_pb2.CreateOrderRequest(order=order, caller=caller, idempotency_key=key)
+
+
+async def test_a_retried_order_is_one_order(
+    stub: OrderServiceAsyncStub, store: MemoryOrderStore, pet_id: int
+) -> None:
+    order = order_pb2.Order(pet_id=pet_id, quantity=2)
+
+    first = await stub.CreateOrder(keyed(order, ANN), timeout=5)
+    again = await stub.CreateOrder(keyed(order, ANN), timeout=5)
+    bobs = await stub.CreateOrder(keyed(order, BOB), timeout=5)  # the same key, another caller
+
+    assert (again.order, again.idempotent_replay) == (first.order, True)
+    assert not bobs.idempotent_replay
+    assert bobs.order.id != first.order.id
+    with fails(
+        grpc.StatusCode.FAILED_PRECONDITION, "this Idempotency-Key was already used with a different request"
+    ):
+        await stub.CreateOrder(keyed(order_pb2.Order(pet_id=pet_id, quantity=3), ANN), timeout=5)
+
+
+async def test_twelve_racing_twins_place_one_order(stub: OrderServiceAsyncStub, pet_id: int) -> None:
+    order = order_pb2.Order(pet_id=pet_id, quantity=1)
+
+    replies = await asyncio.gather(
+        *(stub.CreateOrder(keyed(order, ANN), timeout=5) for _ in range(12)), return_exceptions=True
+    )
+
+    placed = {r.order.id for r in replies if isinstance(r, order_service_pb2.CreateOrderResponse)}
+    assert len(placed) == 1
+    assert all(r.code() == grpc.StatusCode.ABORTED for r in replies if isinstance(r, grpc.aio.AioRpcError))
+
+
+async def test_an_order_for_a_missing_pet_frees_its_key(
+    stub: OrderServiceAsyncStub, pets: PetBackend
+) -> None:
+    missing = 987_654
+
+    with fails(grpc.StatusCode.NOT_FOUND, f"pet {missing} not found"):
+        await stub.CreateOrder(keyed(order_pb2.Order(pet_id=missing, quantity=1), ANN), timeout=5)
+    await pets.add_pet(missing)
+    placed = await stub.CreateOrder(keyed(order_pb2.Order(pet_id=missing, quantity=1), ANN), timeout=5)
+
+    assert (placed.order.pet_id, placed.idempotent_replay) == (missing, False)

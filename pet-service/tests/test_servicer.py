@@ -13,6 +13,7 @@ from google.protobuf.field_mask_pb2 import FieldMask
 
 from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
 from petstore_common import callers
+from petstore_common.errors import Unavailable
 from petstore_common.grpc_client import create_channel, is_serving
 from petstore_common.grpc_server import RunningService, start_service
 from petstore_common.settings import ServiceSettings
@@ -389,3 +390,90 @@ async def test_a_refused_caller_learns_nothing_about_absent_pets(
 ) -> None:
     with fails(grpc.StatusCode.PERMISSION_DENIED, "only staff may change the catalogue"):
         await stub.DeletePet(pet_service_pb2.DeletePetRequest(id=424242, caller=caller), timeout=5)
+
+
+def keyed(
+    pet: pet_pb2.Pet, key: str = "key-1", caller: callers.Caller = STAFF
+) -> pet_service_pb2.CreatePetRequest:
+    return pet_service_pb2.CreatePetRequest(pet=pet, caller=caller, idempotency_key=key)
+
+
+async def test_a_retried_create_replays_the_first_pet_once(
+    stub: PetServiceAsyncStub, store: MemoryPetStore
+) -> None:
+    first = await stub.CreatePet(keyed(a_full_pet()), timeout=5)
+    again = await stub.CreatePet(keyed(a_full_pet()), timeout=5)
+
+    assert (first.idempotent_replay, again.idempotent_replay) == (False, True)
+    assert again.pet == first.pet
+    listed = await stub.ListPets(pet_service_pb2.ListPetsRequest(statuses=[AVAILABLE]), timeout=5)
+    assert [pet.id for pet in listed.pets] == [first.pet.id]
+
+
+async def test_a_key_reused_for_another_pet_is_failed_precondition(stub: PetServiceAsyncStub) -> None:
+    await stub.CreatePet(keyed(a_full_pet()), timeout=5)
+
+    with fails(
+        grpc.StatusCode.FAILED_PRECONDITION, "this Idempotency-Key was already used with a different request"
+    ):
+        await stub.CreatePet(keyed(a_full_pet(name="Max")), timeout=5)
+
+
+async def test_twelve_racing_twins_create_one_pet(stub: PetServiceAsyncStub) -> None:
+    replies = await asyncio.gather(
+        *(stub.CreatePet(keyed(a_full_pet()), timeout=5) for _ in range(12)), return_exceptions=True
+    )
+
+    created = {reply.pet.id for reply in replies if isinstance(reply, pet_service_pb2.CreatePetResponse)}
+    assert len(created) == 1
+    refused = [r for r in replies if isinstance(r, grpc.aio.AioRpcError)]
+    assert all(r.code() == grpc.StatusCode.ABORTED for r in refused)
+    listed = await stub.ListPets(pet_service_pb2.ListPetsRequest(statuses=[AVAILABLE]), timeout=5)
+    assert len(listed.pets) == 1
+
+
+async def test_keys_of_two_staff_keys_never_meet(stub: PetServiceAsyncStub) -> None:
+    other = callers.Caller(kind=STAFF.kind, staff_key_id="other")
+
+    mine = await stub.CreatePet(keyed(a_full_pet()), timeout=5)
+    theirs = await stub.CreatePet(keyed(a_full_pet(name="Max"), caller=other), timeout=5)
+
+    assert mine.pet.id != theirs.pet.id
+    assert not theirs.idempotent_replay
+
+
+async def test_a_retry_after_an_unknown_outcome_finds_the_pet_instead_of_making_another(
+    stub: PetServiceAsyncStub, store: MemoryPetStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_create = store.create
+
+    async def writes_then_loses_the_answer(pet: pet_pb2.Pet) -> pet_pb2.Pet:
+        await real_create(pet)
+        raise Unavailable("the database is unavailable")
+
+    monkeypatch.setattr(store, "create", writes_then_loses_the_answer)
+    with fails(grpc.StatusCode.UNAVAILABLE, "the database is unavailable"):
+        await stub.CreatePet(keyed(a_full_pet()), timeout=5)
+    monkeypatch.setattr(store, "create", real_create)
+
+    retried = await stub.CreatePet(keyed(a_full_pet()), timeout=5)
+
+    listed = await stub.ListPets(pet_service_pb2.ListPetsRequest(statuses=[AVAILABLE]), timeout=5)
+    assert [pet.id for pet in listed.pets] == [retried.pet.id]
+
+
+async def test_a_refused_create_frees_its_key(stub: PetServiceAsyncStub) -> None:
+    await create(stub, a_full_pet(id=5))
+
+    with fails(grpc.StatusCode.ALREADY_EXISTS, "pet 5 already exists"):
+        await stub.CreatePet(keyed(a_full_pet(id=5)), timeout=5)
+    corrected = await stub.CreatePet(keyed(a_full_pet(id=6)), timeout=5)
+
+    assert (corrected.pet.id, corrected.idempotent_replay) == (6, False)
+
+
+async def test_a_bad_key_is_invalid(stub: PetServiceAsyncStub) -> None:
+    with fails(
+        grpc.StatusCode.INVALID_ARGUMENT, "Idempotency-Key must be 1 to 255 characters of visible ASCII"
+    ):
+        await stub.CreatePet(keyed(a_full_pet(), key="has space"), timeout=5)

@@ -33,7 +33,14 @@ from pymongo.errors import DuplicateKeyError
 
 from petstore.auth.v1 import caller_pb2
 from petstore_common.callers import customer_id, is_staff
-from petstore_common.errors import Aborted, FailedPrecondition, InvalidArgument, ServiceError, Unavailable
+from petstore_common.errors import (
+    Aborted,
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    ServiceError,
+    Unavailable,
+)
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +55,9 @@ REUSED = "this Idempotency-Key was already used with a different request"
 
 Document = dict[str, Any]
 ResponseT = TypeVar("ResponseT", bound=Message)
+ResourceT = TypeVar("ResourceT")
+MAX_ID_ATTEMPTS = 64
+"""Fresh ids tried before giving up: one is taken only when a client chose it."""
 
 
 def check_key(key: str) -> str:
@@ -327,3 +337,33 @@ class Idempotency:
             return
         self._next_purge = now + timedelta(seconds=PURGE_INTERVAL_SECONDS)
         await self._store.purge(now)
+
+
+async def create_under_reserved_id(
+    reservation: Reservation,
+    *,
+    chosen_id: int | None,
+    new_id: Callable[[], Awaitable[int]],
+    create: Callable[[int], Awaitable[ResourceT]],
+    get: Callable[[int], Awaitable[ResourceT]],
+) -> ResourceT:
+    """Create a resource under an id its idempotency record holds before the write, so a retry
+    of an attempt whose outcome is unknown writes under the same id: finding it taken then
+    means the earlier attempt wrote it, and that resource is the answer."""
+    if reservation.earlier:
+        earlier = reservation.earlier[0]
+        try:
+            return await create(earlier)
+        except AlreadyExists:
+            return await get(earlier)
+    if chosen_id is not None:
+        await reservation.reserve((chosen_id,))
+        return await create(chosen_id)
+    for _ in range(MAX_ID_ATTEMPTS):
+        candidate = await new_id()
+        await reservation.reserve((candidate,))
+        try:
+            return await create(candidate)
+        except AlreadyExists:
+            continue  # a client chose this id: take the next
+    raise Unavailable("could not allocate a free id")

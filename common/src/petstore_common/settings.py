@@ -82,6 +82,8 @@ class ServiceSettings:
     """RPCs served at once before new ones get RESOURCE_EXHAUSTED."""
     metrics_port: int
     """Port of the Prometheus /metrics listener; 0 turns it off."""
+    idempotency_ttl_seconds: float = 24 * 3600.0
+    """How long an Idempotency-Key is remembered after its first request."""
 
     @classmethod
     def from_env(
@@ -103,4 +105,5 @@ class ServiceSettings:
             grace_seconds=env_float(env, "GRACE_SECONDS", 10.0),
             max_concurrent_rpcs=env_int(env, "MAX_CONCURRENT_RPCS", 256, minimum=1),
             metrics_port=env_int(env, "METRICS_PORT", default_metrics_port),
+            idempotency_ttl_seconds=env_float(env, "IDEMPOTENCY_TTL_SECONDS", 24 * 3600.0),
         )

@@ -10,6 +10,7 @@ import grpc
 
 from petstore.order.v1 import order_service_pb2_grpc
 from petstore_common.grpc_server import ServiceDefinition
+from petstore_common.idempotency import DEFAULT_TTL_SECONDS
 from petstore_common.stores import StoreReadiness, open_store
 from petstore_order.pets import PetDirectory, grpc_pet_directory
 from petstore_order.servicer import OrderServicer
@@ -22,14 +23,18 @@ SERVICE_NAME = "petstore.order.v1.OrderService"
 
 
 def build_definition(
-    store: OrderStore, pets: PetDirectory, readiness: StoreReadiness | None = None
+    store: OrderStore,
+    pets: PetDirectory,
+    readiness: StoreReadiness | None = None,
+    *,
+    idempotency_ttl_seconds: float = DEFAULT_TTL_SECONDS,
 ) -> ServiceDefinition:
     """The order service over `store` and `pets`, for the shared server (tests use any of both).
 
     Readiness is the store's alone, not the pet service's: without it orders can still be
     read and deleted, and CreateOrder answers UNAVAILABLE by itself.
     """
-    servicer = OrderServicer(store, pets)
+    servicer = OrderServicer(store, pets, idempotency_ttl_seconds=idempotency_ttl_seconds)
 
     def register(server: grpc.aio.Server) -> None:
         order_service_pb2_grpc.add_OrderServiceServicer_to_server(servicer, server)
@@ -51,4 +56,6 @@ async def order_service(settings: OrderSettings) -> AsyncIterator[ServiceDefinit
         ) as pets,
         stores as (store, readiness),
     ):
-        yield build_definition(store, pets, readiness)
+        yield build_definition(
+            store, pets, readiness, idempotency_ttl_seconds=settings.service.idempotency_ttl_seconds
+        )

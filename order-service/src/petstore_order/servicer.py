@@ -3,6 +3,9 @@
 Errors are raised as petstore_common.errors exceptions; the shared server interceptor turns
 them into gRPC statuses with their messages.
 
+An order moves placed -> approved -> delivered, by staff only; a customer's new order is
+placed and not complete, and a customer may cancel (delete) its order only while it is placed.
+
 Who may see an order is decided here: staff see every order; a customer sees only the orders it
 placed, and another customer's order is NOT_FOUND with the same message as an absent one, so a
 guessed id tells nothing (AIP-211). Anybody else is PERMISSION_DENIED.
@@ -16,15 +19,30 @@ import grpc
 
 from petstore.auth.v1 import caller_pb2
 from petstore.order.v1 import order_pb2, order_service_pb2, order_service_pb2_grpc
-from petstore_common.callers import customer_id, is_staff
-from petstore_common.errors import NotFound, PermissionDenied
+from petstore_common.callers import customer_id, is_staff, require_staff
+from petstore_common.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from petstore_common.idempotency import (
+    DEFAULT_TTL_SECONDS,
+    Idempotency,
+    Reservation,
+    create_under_reserved_id,
+    fingerprint,
+)
 from petstore_order import validation
 from petstore_order.pets import PetDirectory
-from petstore_order.storage.base import OrderStore, not_found
+from petstore_order.storage.base import STATUS_NAMES, OrderStore, Status, not_found
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
 SIGN_IN_FIRST = "orders are for customers and staff: sign in first"
+NEW_ORDER_FOR_CUSTOMERS = "a new order is placed and not complete: status and complete are set by staff"
+STAFF_ONLY = "only staff may move an order on"
+PLACED = order_pb2.ORDER_STATUS_PLACED
+APPROVED = order_pb2.ORDER_STATUS_APPROVED
+DELIVERED = order_pb2.ORDER_STATUS_DELIVERED
+NEXT_STATUS: dict[Status, Status] = {PLACED: APPROVED, APPROVED: DELIVERED}
+"""The one move each status allows; delivered is the end."""
+MAX_STATUS_ATTEMPTS = 3
 
 
 def pet_not_found(pet_id: int) -> str:
@@ -32,9 +50,12 @@ def pet_not_found(pet_id: int) -> str:
 
 
 class OrderServicer(order_service_pb2_grpc.OrderServiceServicer):
-    def __init__(self, store: OrderStore, pets: PetDirectory) -> None:
+    def __init__(
+        self, store: OrderStore, pets: PetDirectory, *, idempotency_ttl_seconds: float = DEFAULT_TTL_SECONDS
+    ) -> None:
         self._store = store
         self._pets = pets
+        self._idempotency = Idempotency(store.idempotency, ttl_seconds=idempotency_ttl_seconds)
 
     async def CreateOrder(
         self, request: order_service_pb2.CreateOrderRequest, context: Context
@@ -44,11 +65,34 @@ class OrderServicer(order_service_pb2_grpc.OrderServiceServicer):
         order.ClearField("owner_user_id")  # never the client's to choose
         if owner is not None:
             order.owner_user_id = owner
-        # Checked once, not locked: a pet deleted right after keeps its orders (no
-        # transaction spans two services' databases).
-        if not await self._pets.exists(order.pet_id, budget_seconds=context.time_remaining()):
-            raise NotFound(pet_not_found(order.pet_id))
-        return order_service_pb2.CreateOrderResponse(order=await self._store.create(order))
+            if order.status != PLACED or order.complete:
+                raise InvalidArgument(NEW_ORDER_FOR_CUSTOMERS)
+
+        async def create(reservation: Reservation) -> order_service_pb2.CreateOrderResponse:
+            # Checked once, not locked: a pet deleted right after keeps its orders (no
+            # transaction spans two services' databases).
+            if not await self._pets.exists(order.pet_id, budget_seconds=context.time_remaining()):
+                raise NotFound(pet_not_found(order.pet_id))
+            if not request.idempotency_key:
+                return order_service_pb2.CreateOrderResponse(order=await self._store.create(order))
+            stored = await create_under_reserved_id(
+                reservation,
+                chosen_id=order.id if order.HasField("id") else None,
+                new_id=self._store.new_id,
+                create=lambda order_id: self._store.create(_with_id(order, order_id)),
+                get=self._store.get,
+            )
+            return order_service_pb2.CreateOrderResponse(order=stored)
+
+        response, replayed = await self._idempotency.run(
+            key=request.idempotency_key,
+            caller=request.caller,
+            fingerprint=fingerprint(request),
+            response_type=order_service_pb2.CreateOrderResponse,
+            execute=create,
+        )
+        response.idempotent_replay = replayed
+        return response
 
     async def GetOrder(
         self, request: order_service_pb2.GetOrderRequest, context: Context
@@ -60,8 +104,37 @@ class OrderServicer(order_service_pb2_grpc.OrderServiceServicer):
         self, request: order_service_pb2.DeleteOrderRequest, context: Context
     ) -> order_service_pb2.DeleteOrderResponse:
         order = await self._visible_order(request.caller, request.id)
-        await self._store.delete(order.id)
+        if customer_id(request.caller) is None:  # staff delete any order
+            await self._store.delete(order.id)
+            return order_service_pb2.DeleteOrderResponse()
+        if _status(order) != PLACED or not await self._store.delete(order.id, only_if=order.status):
+            current = await self._store.get(order.id)
+            raise FailedPrecondition(
+                f"order {order.id} is {STATUS_NAMES[_status(current)]}: only a placed order can be cancelled"
+            )
         return order_service_pb2.DeleteOrderResponse()
+
+    async def UpdateOrderStatus(
+        self, request: order_service_pb2.UpdateOrderStatusRequest, context: Context
+    ) -> order_service_pb2.UpdateOrderStatusResponse:
+        require_staff(request.caller, STAFF_ONLY)
+        order_id = validation.check_id(request.id)
+        target = request.status
+        if target not in STATUS_NAMES:
+            raise InvalidArgument(f"status must be one of {', '.join(STATUS_NAMES.values())}")
+        for _ in range(MAX_STATUS_ATTEMPTS):
+            order = await self._store.get(order_id)
+            current = _status(order)
+            if target == current:
+                return order_service_pb2.UpdateOrderStatusResponse(order=order)  # already there
+            if NEXT_STATUS.get(current) != target:
+                raise FailedPrecondition(_refused_move(order_id, current))
+            moved = await self._store.set_status(
+                order_id, expected=order.status, status=target, complete=order.complete or target == DELIVERED
+            )
+            if moved is not None:
+                return order_service_pb2.UpdateOrderStatusResponse(order=moved)
+        raise Aborted(f"order {order_id} kept changing; retry")
 
     async def _visible_order(self, caller: caller_pb2.Caller, order_id: int) -> order_pb2.Order:
         """The order when this caller may see it; NotFound, exactly as for an absent order, when
@@ -73,6 +146,25 @@ class OrderServicer(order_service_pb2_grpc.OrderServiceServicer):
         if customer is not None and order.owner_user_id != customer:
             raise NotFound(not_found(order.id))
         return order
+
+
+def _status(order: order_pb2.Order) -> Status:
+    """An order stored without a status was placed (the default since the first version)."""
+    return order.status or PLACED
+
+
+def _refused_move(order_id: int, current: Status) -> str:
+    following = NEXT_STATUS.get(current)
+    if following is None:
+        return f"order {order_id} is {STATUS_NAMES[current]}: it cannot move on"
+    return f"order {order_id} is {STATUS_NAMES[current]}: it can move to {STATUS_NAMES[following]} only"
+
+
+def _with_id(order: order_pb2.Order, order_id: int) -> order_pb2.Order:
+    copy = order_pb2.Order()
+    copy.CopyFrom(order)
+    copy.id = order_id
+    return copy
 
 
 def _owner_of_new_order(caller: caller_pb2.Caller) -> int | None:

@@ -175,3 +175,43 @@ async def test_the_owner_is_kept_and_an_order_without_one_has_none(store: OrderS
 
     assert (await store.get(owned.id)).owner_user_id == 41
     assert not (await store.get(unowned.id)).HasField("owner_user_id")
+
+
+async def test_new_ids_are_distinct_and_usable(store: OrderStore) -> None:
+    ids = [await store.new_id() for _ in range(3)]
+
+    assert len(set(ids)) == 3
+    assert all(order_id > 0 for order_id in ids)
+    created = await store.create(an_order(id=ids[0]))
+    assert await store.get(ids[0]) == created
+
+
+async def test_set_status_is_a_compare_and_set(store: OrderStore) -> None:
+    created = await store.create(an_order())
+
+    moved = await store.set_status(
+        created.id, expected=order_pb2.ORDER_STATUS_PLACED, status=APPROVED, complete=False
+    )
+    stale = await store.set_status(
+        created.id,
+        expected=order_pb2.ORDER_STATUS_PLACED,
+        status=order_pb2.ORDER_STATUS_DELIVERED,
+        complete=True,
+    )
+
+    assert moved is not None
+    assert (moved.status, moved.complete) == (APPROVED, False)
+    assert stale is None
+    assert await store.get(created.id) == moved
+    with pytest.raises(NotFound):
+        await store.set_status(created.id + 1000, expected=APPROVED, status=APPROVED, complete=False)
+
+
+async def test_delete_only_if_keeps_an_order_whose_status_moved_on(store: OrderStore) -> None:
+    created = await store.create(order_pb2.Order(pet_id=1, quantity=1, status=APPROVED))
+
+    assert await store.delete(created.id, only_if=order_pb2.ORDER_STATUS_PLACED) is False
+    assert await store.get(created.id) == created
+    assert await store.delete(created.id, only_if=APPROVED) is True
+    with pytest.raises(NotFound):
+        await store.get(created.id)

@@ -9,6 +9,7 @@ import grpc
 
 from petstore.pet.v1 import pet_service_pb2_grpc
 from petstore_common.grpc_server import ServiceDefinition
+from petstore_common.idempotency import DEFAULT_TTL_SECONDS
 from petstore_common.settings import ServiceSettings
 from petstore_common.stores import StoreReadiness, open_store
 from petstore_pet.servicer import PetServicer
@@ -19,9 +20,14 @@ from petstore_pet.storage.mongo import MongoPetStore
 SERVICE_NAME = "petstore.pet.v1.PetService"
 
 
-def build_definition(store: PetStore, readiness: StoreReadiness | None = None) -> ServiceDefinition:
+def build_definition(
+    store: PetStore,
+    readiness: StoreReadiness | None = None,
+    *,
+    idempotency_ttl_seconds: float = DEFAULT_TTL_SECONDS,
+) -> ServiceDefinition:
     """The pet service over `store`, for the shared server (tests use it with any store)."""
-    servicer = PetServicer(store)
+    servicer = PetServicer(store, idempotency_ttl_seconds=idempotency_ttl_seconds)
 
     def register(server: grpc.aio.Server) -> None:
         pet_service_pb2_grpc.add_PetServiceServicer_to_server(servicer, server)
@@ -37,4 +43,4 @@ async def pet_service(settings: ServiceSettings) -> AsyncIterator[ServiceDefinit
         settings, memory=MemoryPetStore, mongo=MongoPetStore
     )
     async with stores as (store, readiness):
-        yield build_definition(store, readiness)
+        yield build_definition(store, readiness, idempotency_ttl_seconds=settings.idempotency_ttl_seconds)

@@ -12,8 +12,15 @@ from typing import Any
 
 import grpc
 
-from petstore.pet.v1 import pet_service_pb2, pet_service_pb2_grpc
+from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
 from petstore_common.callers import require_staff
+from petstore_common.idempotency import (
+    DEFAULT_TTL_SECONDS,
+    Idempotency,
+    Reservation,
+    create_under_reserved_id,
+    fingerprint,
+)
 from petstore_pet import validation
 from petstore_pet.paging import decode_page_token, encode_page_token, filter_fingerprint
 from petstore_pet.storage.base import PetImage, PetStore
@@ -24,8 +31,9 @@ STAFF_ONLY = "only staff may change the catalogue"
 
 
 class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
-    def __init__(self, store: PetStore) -> None:
+    def __init__(self, store: PetStore, *, idempotency_ttl_seconds: float = DEFAULT_TTL_SECONDS) -> None:
         self._store = store
+        self._idempotency = Idempotency(store.idempotency, ttl_seconds=idempotency_ttl_seconds)
 
     async def GetPet(
         self, request: pet_service_pb2.GetPetRequest, context: Context
@@ -38,7 +46,28 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
     ) -> pet_service_pb2.CreatePetResponse:
         require_staff(request.caller, STAFF_ONLY)
         validation.check_new_pet(request.pet)
-        return pet_service_pb2.CreatePetResponse(pet=await self._store.create(request.pet))
+
+        async def create(reservation: Reservation) -> pet_service_pb2.CreatePetResponse:
+            if not request.idempotency_key:
+                return pet_service_pb2.CreatePetResponse(pet=await self._store.create(request.pet))
+            pet = await create_under_reserved_id(
+                reservation,
+                chosen_id=request.pet.id if request.pet.HasField("id") else None,
+                new_id=self._store.new_id,
+                create=lambda pet_id: self._store.create(_with_id(request.pet, pet_id)),
+                get=self._store.get,
+            )
+            return pet_service_pb2.CreatePetResponse(pet=pet)
+
+        response, replayed = await self._idempotency.run(
+            key=request.idempotency_key,
+            caller=request.caller,
+            fingerprint=fingerprint(request),
+            response_type=pet_service_pb2.CreatePetResponse,
+            execute=create,
+        )
+        response.idempotent_replay = replayed
+        return response
 
     async def UpdatePet(
         self, request: pet_service_pb2.UpdatePetRequest, context: Context
@@ -91,3 +120,10 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
         )
         await self._store.add_image(image)
         return pet_service_pb2.UploadPetImageResponse(image_id=image.image_id, size_bytes=image.size)
+
+
+def _with_id(pet: pet_pb2.Pet, pet_id: int) -> pet_pb2.Pet:
+    copy = pet_pb2.Pet()
+    copy.CopyFrom(pet)
+    copy.id = pet_id
+    return copy

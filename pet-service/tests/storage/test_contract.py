@@ -279,3 +279,12 @@ async def test_stored_pets_are_copies(store: PetStore) -> None:
     created.name = "changed too"
 
     assert (await store.get(created.id)).name == "Rex"
+
+
+async def test_new_ids_are_distinct_and_usable(store: PetStore) -> None:
+    ids = [await store.new_id() for _ in range(3)]
+
+    assert len(set(ids)) == 3
+    assert all(pet_id > 0 for pet_id in ids)
+    created = await store.create(a_pet(id=ids[0]))
+    assert await store.get(ids[0]) == created

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Protocol, TypeAlias
 
 from petstore.order.v1 import order_pb2
+from petstore_common.idempotency import IdempotencyStore
 
 Status: TypeAlias = order_pb2.OrderStatus.ValueType
 """An OrderStatus enum value."""
@@ -37,6 +38,13 @@ class OrderStore(Protocol):
     date is stored truncated to whole milliseconds, by both stores.
     """
 
+    @property
+    def idempotency(self) -> IdempotencyStore:
+        """Idempotency records of creates, in the same database."""
+
+    async def new_id(self) -> int:
+        """A server-assigned id for a order about to be created under it."""
+
     async def ensure_indexes(self) -> None:
         """Create the indexes the queries need (idempotent)."""
 
@@ -50,5 +58,12 @@ class OrderStore(Protocol):
         """Store a new order under its own id (AlreadyExists when taken) or, without one, a fresh
         id; returns the order as stored."""
 
-    async def delete(self, order_id: int) -> None:
-        """Remove the order; NotFound when absent."""
+    async def delete(self, order_id: int, *, only_if: Status | None = None) -> bool:
+        """Remove the order (with `only_if`, only while it has that status: False, and nothing
+        removed, when it has another); NotFound when absent."""
+
+    async def set_status(
+        self, order_id: int, *, expected: Status, status: Status, complete: bool
+    ) -> order_pb2.Order | None:
+        """Compare-and-set: the order with its new status and completeness, or None (nothing
+        changed) when its status is no longer `expected`; NotFound when absent."""

@@ -9,13 +9,15 @@ import itertools
 
 from petstore.order.v1 import order_pb2
 from petstore_common.errors import AlreadyExists, NotFound
-from petstore_order.storage.base import NANOS_PER_MILLISECOND, already_exists, not_found
+from petstore_common.idempotency import MemoryIdempotencyStore
+from petstore_order.storage.base import NANOS_PER_MILLISECOND, Status, already_exists, not_found
 
 
 class MemoryOrderStore:
     def __init__(self) -> None:
         self._orders: dict[int, order_pb2.Order] = {}
         self._last_assigned_id = 0
+        self.idempotency = MemoryIdempotencyStore()
 
     async def ensure_indexes(self) -> None:
         """Nothing to index: lookups are by key."""
@@ -25,6 +27,13 @@ class MemoryOrderStore:
 
     async def get(self, order_id: int) -> order_pb2.Order:
         return _copy(self._stored(order_id))
+
+    async def new_id(self) -> int:
+        """An id no order has, drawn like create draws one."""
+        self._last_assigned_id = next(
+            i for i in itertools.count(self._last_assigned_id + 1) if i not in self._orders
+        )
+        return self._last_assigned_id
 
     async def create(self, order: order_pb2.Order) -> order_pb2.Order:
         stored = _copy(order)
@@ -41,9 +50,21 @@ class MemoryOrderStore:
         self._orders[stored.id] = stored
         return _copy(stored)
 
-    async def delete(self, order_id: int) -> None:
-        self._stored(order_id)
+    async def delete(self, order_id: int, *, only_if: Status | None = None) -> bool:
+        stored = self._stored(order_id)
+        if only_if is not None and stored.status != only_if:
+            return False
         del self._orders[order_id]
+        return True
+
+    async def set_status(
+        self, order_id: int, *, expected: Status, status: Status, complete: bool
+    ) -> order_pb2.Order | None:
+        stored = self._stored(order_id)
+        if stored.status != expected:
+            return None
+        stored.status, stored.complete = status, complete
+        return _copy(stored)
 
     def _stored(self, order_id: int) -> order_pb2.Order:
         try:

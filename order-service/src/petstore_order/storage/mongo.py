@@ -7,8 +7,9 @@ from pymongo.errors import DuplicateKeyError
 
 from petstore.order.v1 import order_pb2
 from petstore_common.errors import AlreadyExists, NotFound
+from petstore_common.idempotency import MongoIdempotencyStore
 from petstore_common.mongo import IdAllocator, insert_with_new_id, ping
-from petstore_order.storage.base import already_exists, not_found
+from petstore_order.storage.base import STATUS_NAMES, Status, already_exists, not_found
 from petstore_order.storage.documents import Document, order_from_document, order_to_document
 
 ORDER_ID_COUNTER = "orders"
@@ -21,10 +22,16 @@ class MongoOrderStore:
         self._database = database
         self._orders = database["orders"]
         self._ids = IdAllocator(database["counters"], ORDER_ID_COUNTER)
+        self.idempotency = MongoIdempotencyStore(database["idempotency_keys"])
 
     async def ensure_indexes(self) -> None:
+        await self.idempotency.ensure_indexes()
         # The orders of a pet are what an operator looks for when a pet goes away.
         await self._orders.create_index("pet_id")
+
+    async def new_id(self) -> int:
+        """A fresh id from the counter (the unique `_id` index still guards the insert)."""
+        return await self._ids.next()
 
     async def ping(self) -> None:
         await ping(self._database.client)
@@ -49,7 +56,31 @@ class MongoOrderStore:
             )
         return order_from_document(document)
 
-    async def delete(self, order_id: int) -> None:
-        result = await self._orders.delete_one({"_id": order_id})
-        if result.deleted_count == 0:
-            raise NotFound(not_found(order_id))
+    async def delete(self, order_id: int, *, only_if: Status | None = None) -> bool:
+        query: Document = {"_id": order_id}
+        if only_if is not None:
+            query.update(_status_is(only_if))
+        result = await self._orders.delete_one(query)
+        if result.deleted_count == 1:
+            return True
+        await self.get(order_id)  # NotFound when absent; else its status moved on
+        return False
+
+    async def set_status(
+        self, order_id: int, *, expected: Status, status: Status, complete: bool
+    ) -> order_pb2.Order | None:
+        # update_one with the old status in the filter: one atomic compare-and-set on every
+        # server (FerretDB's findAndModify is not atomic).
+        result = await self._orders.update_one(
+            {"_id": order_id, **_status_is(expected)},
+            {"$set": {"status": STATUS_NAMES[status], "complete": complete}},
+        )
+        if result.matched_count == 0:
+            await self.get(order_id)  # NotFound when absent
+            return None
+        return await self.get(order_id)
+
+
+def _status_is(status: Status) -> Document:
+    name = STATUS_NAMES.get(status)
+    return {"status": name} if name is not None else {"status": {"$exists": False}}

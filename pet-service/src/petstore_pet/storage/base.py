@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeAlias
 
 from petstore.pet.v1 import pet_pb2
+from petstore_common.idempotency import IdempotencyStore
 
 PET_FIELDS: tuple[str, ...] = ("name", "status", "category", "photo_urls", "tags")
 """The fields of a pet an update may write (every field but the id)."""
@@ -58,6 +59,13 @@ class PetStore(Protocol):
     Every method raises petstore_common.errors.NotFound / AlreadyExists with a client-safe
     message; stored and returned pets are copies, never shared with the caller.
     """
+
+    @property
+    def idempotency(self) -> IdempotencyStore:
+        """Idempotency records of creates, in the same database."""
+
+    async def new_id(self) -> int:
+        """A server-assigned id for a pet about to be created under it."""
 
     async def ensure_indexes(self) -> None:
         """Create the indexes the queries need (idempotent)."""

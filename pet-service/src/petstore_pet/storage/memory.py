@@ -12,6 +12,7 @@ from google.protobuf.field_mask_pb2 import FieldMask
 
 from petstore.pet.v1 import pet_pb2
 from petstore_common.errors import AlreadyExists, NotFound
+from petstore_common.idempotency import MemoryIdempotencyStore
 from petstore_pet.storage.base import (
     STATUS_NAMES,
     PetImage,
@@ -27,6 +28,7 @@ class MemoryPetStore:
         self._pets: dict[int, pet_pb2.Pet] = {}
         self._images: dict[str, PetImage] = {}
         self._last_assigned_id = 0
+        self.idempotency = MemoryIdempotencyStore()
 
     async def ensure_indexes(self) -> None:
         """Nothing to index: lists scan the dict."""
@@ -36,6 +38,13 @@ class MemoryPetStore:
 
     async def get(self, pet_id: int) -> pet_pb2.Pet:
         return _copy(self._stored(pet_id))
+
+    async def new_id(self) -> int:
+        """An id no pet has, drawn like create draws one."""
+        self._last_assigned_id = next(
+            i for i in itertools.count(self._last_assigned_id + 1) if i not in self._pets
+        )
+        return self._last_assigned_id
 
     async def create(self, pet: pet_pb2.Pet) -> pet_pb2.Pet:
         stored = _copy(pet)

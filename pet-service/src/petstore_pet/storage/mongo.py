@@ -11,6 +11,7 @@ from pymongo.errors import DuplicateKeyError
 
 from petstore.pet.v1 import pet_pb2
 from petstore_common.errors import AlreadyExists, NotFound
+from petstore_common.idempotency import MongoIdempotencyStore
 from petstore_common.mongo import IdAllocator, insert_with_new_id, ping
 from petstore_pet.storage.base import PetImage, Status, already_exists, empty_inventory, not_found
 from petstore_pet.storage.documents import (
@@ -33,11 +34,17 @@ class MongoPetStore:
         self._pets = database["pets"]
         self._images = database["pet_images"]
         self._ids = IdAllocator(database["counters"], PET_ID_COUNTER)
+        self.idempotency = MongoIdempotencyStore(database["idempotency_keys"])
 
     async def ensure_indexes(self) -> None:
+        await self.idempotency.ensure_indexes()
         await self._pets.create_index("status")
         await self._pets.create_index("tags.name")
         await self._images.create_index("pet_id")
+
+    async def new_id(self) -> int:
+        """A fresh id from the counter (the unique `_id` index still guards the insert)."""
+        return await self._ids.next()
 
     async def ping(self) -> None:
         await ping(self._database.client)
