@@ -97,7 +97,7 @@ async def test_created_pets_are_returned_by_get(stub: PetServiceAsyncStub) -> No
     response = await stub.GetPet(pet_service_pb2.GetPetRequest(id=created.id), timeout=5)
 
     assert created.id > 0
-    assert response.pet == created == a_full_pet(id=created.id)
+    assert response.pet == created == a_full_pet(id=created.id, version=1)
 
 
 async def test_a_taken_id_is_already_exists(stub: PetServiceAsyncStub) -> None:
@@ -148,8 +148,9 @@ async def test_an_update_without_mask_replaces_every_field(stub: PetServiceAsync
         pet_service_pb2.UpdatePetRequest(caller=STAFF, pet=replacement), timeout=5
     )
 
-    assert response.pet == replacement
-    assert (await stub.GetPet(pet_service_pb2.GetPetRequest(id=created.id), timeout=5)).pet == replacement
+    stored = pet_pb2.Pet(id=created.id, name="Max", status=SOLD, version=2)
+    assert response.pet == stored
+    assert (await stub.GetPet(pet_service_pb2.GetPetRequest(id=created.id), timeout=5)).pet == stored
 
 
 async def test_an_update_with_a_mask_writes_only_the_named_fields(stub: PetServiceAsyncStub) -> None:
@@ -162,7 +163,7 @@ async def test_an_update_with_a_mask_writes_only_the_named_fields(stub: PetServi
 
     response = await stub.UpdatePet(request, timeout=5)
 
-    assert response.pet == a_full_pet(id=created.id, status=SOLD)
+    assert response.pet == a_full_pet(id=created.id, status=SOLD, version=2)
 
 
 @pytest.mark.parametrize(

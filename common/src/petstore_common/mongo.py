@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 from pymongo import AsyncMongoClient, ReturnDocument
@@ -24,6 +25,38 @@ ID_BLOCK_SIZE = 16
 """Ids drawn from the counter at once. One counter write per block instead of per insert, and
 concurrent inserts of one process never race on the counter; a restart leaves a gap of at
 most this many ids."""
+
+
+class KeyedLocks:
+    """One asyncio lock per key, forgotten when nobody holds or waits for it.
+
+    A compare-and-set update (filter on `_id` and version, then matched_count) is atomic on
+    MongoDB, but FerretDB v1 evaluates an update's filter and writes in two steps: measured, up
+    to 8 of 8 concurrent `update_one({"_id": 1, "v": 1}, ...)` match. Writes to one document
+    from one process are therefore taken in turn, so versions are exact within a process on any
+    server, and across processes on MongoDB."""
+
+    def __init__(self) -> None:
+        self._locks: dict[Hashable, tuple[asyncio.Lock, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._locks)
+
+    @asynccontextmanager
+    async def hold(self, key: Hashable) -> AsyncIterator[None]:
+        lock, users = self._locks.get(key, (None, 0))
+        if lock is None:
+            lock = asyncio.Lock()
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users == 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
 
 
 def create_client(settings: ServiceSettings) -> AsyncMongoClient[Document]:

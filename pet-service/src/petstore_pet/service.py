@@ -12,7 +12,7 @@ from petstore_common.grpc_server import ServiceDefinition
 from petstore_common.idempotency import DEFAULT_TTL_SECONDS
 from petstore_common.settings import ServiceSettings
 from petstore_common.stores import StoreReadiness, open_store
-from petstore_pet.servicer import PetServicer
+from petstore_pet.servicer import HEARTBEAT_SECONDS, PetServicer
 from petstore_pet.storage.base import PetStore
 from petstore_pet.storage.memory import MemoryPetStore
 from petstore_pet.storage.mongo import MongoPetStore
@@ -25,14 +25,19 @@ def build_definition(
     readiness: StoreReadiness | None = None,
     *,
     idempotency_ttl_seconds: float = DEFAULT_TTL_SECONDS,
+    heartbeat_seconds: float = HEARTBEAT_SECONDS,
 ) -> ServiceDefinition:
     """The pet service over `store`, for the shared server (tests use it with any store)."""
-    servicer = PetServicer(store, idempotency_ttl_seconds=idempotency_ttl_seconds)
+    servicer = PetServicer(
+        store, idempotency_ttl_seconds=idempotency_ttl_seconds, heartbeat_seconds=heartbeat_seconds
+    )
 
     def register(server: grpc.aio.Server) -> None:
         pet_service_pb2_grpc.add_PetServiceServicer_to_server(servicer, server)
 
-    return ServiceDefinition(SERVICE_NAME, register, (readiness or StoreReadiness(store)).check)
+    return ServiceDefinition(
+        SERVICE_NAME, register, (readiness or StoreReadiness(store)).check, on_stop=store.changes.close
+    )
 
 
 @asynccontextmanager

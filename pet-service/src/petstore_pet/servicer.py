@@ -8,12 +8,14 @@ checks the caller first, so a customer learns nothing (not even whether a pet ex
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 
 from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
 from petstore_common.callers import require_staff
+from petstore_common.errors import ServiceError
 from petstore_common.idempotency import (
     DEFAULT_TTL_SECONDS,
     Idempotency,
@@ -21,6 +23,7 @@ from petstore_common.idempotency import (
     create_under_reserved_id,
     fingerprint,
 )
+from petstore_common.versions import required_versions
 from petstore_pet import validation
 from petstore_pet.paging import decode_page_token, encode_page_token, filter_fingerprint
 from petstore_pet.storage.base import PetImage, PetStore
@@ -28,11 +31,21 @@ from petstore_pet.storage.base import PetImage, PetStore
 Context = grpc.aio.ServicerContext[Any, Any]
 
 STAFF_ONLY = "only staff may change the catalogue"
+HEARTBEAT_SECONDS = 5.0
+"""A WatchPets stream without changes still sends a message this often: a watcher that hears
+nothing for a few periods knows its stream is dead even when no connection error says so."""
 
 
 class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
-    def __init__(self, store: PetStore, *, idempotency_ttl_seconds: float = DEFAULT_TTL_SECONDS) -> None:
+    def __init__(
+        self,
+        store: PetStore,
+        *,
+        idempotency_ttl_seconds: float = DEFAULT_TTL_SECONDS,
+        heartbeat_seconds: float = HEARTBEAT_SECONDS,
+    ) -> None:
         self._store = store
+        self._heartbeat_seconds = heartbeat_seconds
         self._idempotency = Idempotency(store.idempotency, ttl_seconds=idempotency_ttl_seconds)
 
     async def GetPet(
@@ -74,7 +87,9 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
     ) -> pet_service_pb2.UpdatePetResponse:
         require_staff(request.caller, STAFF_ONLY)
         fields = validation.update_fields(request.pet, request.update_mask)
-        return pet_service_pb2.UpdatePetResponse(pet=await self._store.update(request.pet, fields))
+        accepted = required_versions(request.precondition, request.HasField("precondition"))
+        pet = await self._store.update(request.pet, fields, accepted_versions=accepted)
+        return pet_service_pb2.UpdatePetResponse(pet=pet)
 
     async def DeletePet(
         self, request: pet_service_pb2.DeletePetRequest, context: Context
@@ -120,6 +135,24 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
         )
         await self._store.add_image(image)
         return pet_service_pb2.UploadPetImageResponse(image_id=image.image_id, size_bytes=image.size)
+
+    async def WatchPets(
+        self, request: pet_service_pb2.WatchPetsRequest, context: Context
+    ) -> AsyncIterator[pet_service_pb2.WatchPetsResponse]:
+        # A stream handler is not wrapped by the server interceptor: errors are mapped here.
+        try:
+            async with self._store.changes.subscribe() as subscription:
+                yield pet_service_pb2.WatchPetsResponse()  # live: every later commit follows
+                while True:
+                    batch = await subscription.next_batch(self._heartbeat_seconds)
+                    yield pet_service_pb2.WatchPetsResponse(
+                        changes=[
+                            pet_service_pb2.PetChange(id=c.pet_id, version=c.version, deleted=c.deleted)
+                            for c in batch
+                        ]
+                    )
+        except ServiceError as exc:
+            await context.abort(exc.code, exc.message)
 
 
 def _with_id(pet: pet_pb2.Pet, pet_id: int) -> pet_pb2.Pet:

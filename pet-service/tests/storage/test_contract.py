@@ -8,7 +8,8 @@ import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
 from petstore.pet.v1 import pet_pb2
-from petstore_common.errors import AlreadyExists, NotFound
+from petstore_common.errors import AlreadyExists, FailedPrecondition, NotFound
+from petstore_pet.changes import ChangesUnsupported, PetChange, Subscription
 from petstore_pet.storage.base import PET_FIELDS, PetImage, PetStore
 from petstore_pet.storage.documents import Document
 from petstore_pet.storage.memory import MemoryPetStore
@@ -52,9 +53,11 @@ def a_full_pet() -> pet_pb2.Pet:
 
 
 def without_id(pet: pet_pb2.Pet) -> pet_pb2.Pet:
+    """The pet's content: what the client gave (no id, no server-set version)."""
     copy = pet_pb2.Pet()
     copy.CopyFrom(pet)
     copy.ClearField("id")
+    copy.ClearField("version")
     return copy
 
 
@@ -130,7 +133,7 @@ async def test_update_of_every_field_replaces_the_pet(store: PetStore) -> None:
 
     updated = await store.update(pet_pb2.Pet(id=created.id, name="Max", photo_urls=["u"]), PET_FIELDS)
 
-    assert updated == pet_pb2.Pet(id=created.id, name="Max", photo_urls=["u"])
+    assert updated == pet_pb2.Pet(id=created.id, name="Max", photo_urls=["u"], version=2)
     assert await store.get(created.id) == updated
 
 
@@ -141,9 +144,115 @@ async def test_update_of_some_fields_keeps_the_others(store: PetStore) -> None:
 
     expected = pet_pb2.Pet()
     expected.CopyFrom(created)
-    expected.name, expected.status = "Max", SOLD
+    expected.name, expected.status, expected.version = "Max", SOLD, 2
     assert updated == expected
     assert await store.get(created.id) == expected
+
+
+async def test_every_write_sets_the_next_version(store: PetStore) -> None:
+    created = await store.create(a_full_pet())
+    first = await store.update(pet_pb2.Pet(id=created.id, name="Max"), ["name"])
+    second = await store.update(pet_pb2.Pet(id=created.id, name="Max"), ["name"])  # same content
+
+    assert (created.version, first.version, second.version) == (1, 2, 3)
+    assert (await store.get(created.id)).version == 3
+
+
+async def test_a_version_sent_by_the_client_is_ignored(store: PetStore) -> None:
+    created = await store.create(a_pet(version=41))
+    updated = await store.update(pet_pb2.Pet(id=created.id, name="Max", version=99), ["name"])
+
+    assert (created.version, updated.version) == (1, 2)
+
+
+async def test_a_conditional_update_on_the_stored_version_writes(store: PetStore) -> None:
+    created = await store.create(a_full_pet())
+
+    updated = await store.update(pet_pb2.Pet(id=created.id, name="Max"), ["name"], accepted_versions={7, 1})
+
+    assert (updated.name, updated.version) == ("Max", 2)
+
+
+@pytest.mark.parametrize("accepted", [{1}, set()], ids=["stale", "none"])
+async def test_a_conditional_update_on_another_version_changes_nothing(
+    store: PetStore, accepted: set[int]
+) -> None:
+    created = await store.create(a_full_pet())
+    await store.update(pet_pb2.Pet(id=created.id, name="Max"), ["name"])
+
+    with pytest.raises(FailedPrecondition, match=f"pet {created.id} was changed since the version given"):
+        await store.update(pet_pb2.Pet(id=created.id, name="Bob"), ["name"], accepted_versions=accepted)
+
+    stored = await store.get(created.id)
+    assert (stored.name, stored.version) == ("Max", 2)
+
+
+async def test_a_conditional_update_of_an_absent_pet_is_not_found(store: PetStore) -> None:
+    with pytest.raises(NotFound):
+        await store.update(pet_pb2.Pet(id=404, name="Max"), ["name"], accepted_versions={1})
+
+
+async def test_concurrent_updates_each_get_their_own_version(store: PetStore) -> None:
+    created = await store.create(a_full_pet())
+
+    updates = await asyncio.gather(
+        *(store.update(pet_pb2.Pet(id=created.id, name=f"n{i}"), ["name"]) for i in range(8))
+    )
+
+    assert sorted(pet.version for pet in updates) == list(range(2, 10))
+    assert (await store.get(created.id)).version == 9
+
+
+async def test_of_concurrent_updates_on_one_version_exactly_one_wins(store: PetStore) -> None:
+    created = await store.create(a_full_pet())
+
+    results = await asyncio.gather(
+        *(
+            store.update(pet_pb2.Pet(id=created.id, name=f"n{i}"), ["name"], accepted_versions={1})
+            for i in range(6)
+        ),
+        return_exceptions=True,
+    )
+
+    winners = [result for result in results if isinstance(result, pet_pb2.Pet)]
+    assert len(winners) == 1
+    assert all(isinstance(result, FailedPrecondition) for result in results if result not in winners)
+    assert await store.get(created.id) == winners[0]
+
+
+async def _changes(subscription: Subscription, count: int) -> list[PetChange]:
+    changes: list[PetChange] = []
+    async with asyncio.timeout(10):
+        while len(changes) < count:
+            changes += await subscription.next_batch(1.0)
+    return changes
+
+
+async def test_every_committed_write_is_streamed_in_commit_order(
+    store: PetStore, request: pytest.FixtureRequest
+) -> None:
+    try:
+        async with store.changes.subscribe() as subscription:
+            created = await store.create(a_full_pet())
+            await store.update(pet_pb2.Pet(id=created.id, name="Max"), ["name"])
+            other = await store.create(a_pet())
+            await store.delete(created.id)
+            await store.add_image(PetImage("i1", other.id, "image/png", b"x", "", ""))  # not a pet write
+
+            changes = await _changes(subscription, 4)
+    except ChangesUnsupported:
+        # Only a server without change streams may refuse, and FerretDB says who it is.
+        build_info = await request.getfixturevalue("mongo_db").command("buildInfo")
+        assert "ferretdbVersion" in build_info
+        return
+    assert [(c.pet_id, c.deleted) for c in changes] == [
+        (created.id, False),
+        (created.id, False),
+        (other.id, False),
+        (created.id, True),
+    ]
+    # The deletion's version is not known to a change stream (0); the others are exact.
+    assert [c.version for c in changes[:3]] == [1, 2, 1]
 
 
 async def test_update_can_clear_a_field(store: PetStore) -> None:

@@ -6,8 +6,11 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias
 
+from google.protobuf.field_mask_pb2 import FieldMask
+
 from petstore.pet.v1 import pet_pb2
 from petstore_common.idempotency import IdempotencyStore
+from petstore_pet.changes import ChangeFeed
 
 PET_FIELDS: tuple[str, ...] = ("name", "status", "category", "photo_urls", "tags")
 """The fields of a pet an update may write (every field but the id)."""
@@ -48,6 +51,18 @@ def already_exists(pet_id: int) -> str:
     return f"pet {pet_id} already exists"
 
 
+def apply_update(stored: pet_pb2.Pet, pet: pet_pb2.Pet, fields: Collection[str]) -> pet_pb2.Pet:
+    """`stored` with `fields` of `pet` written onto it (a new message; the version is left as is).
+
+    Named message and repeated fields are replaced, not merged; absent ones are cleared."""
+    updated = pet_pb2.Pet()
+    updated.CopyFrom(stored)
+    FieldMask(paths=sorted(fields)).MergeMessage(
+        pet, updated, replace_message_field=True, replace_repeated_field=True
+    )
+    return updated
+
+
 def empty_inventory() -> dict[str, int]:
     """Every status name with a zero count, so callers always see all three keys."""
     return dict.fromkeys(STATUS_NAMES.values(), 0)
@@ -58,7 +73,14 @@ class PetStore(Protocol):
 
     Every method raises petstore_common.errors.NotFound / AlreadyExists with a client-safe
     message; stored and returned pets are copies, never shared with the caller.
+
+    Every pet carries a version, set atomically with each write: FIRST_VERSION on create, one
+    more on each update. `changes` streams every committed create, update and delete.
     """
+
+    @property
+    def changes(self) -> ChangeFeed:
+        """The committed changes, in commit order (ChangesUnsupported where the database has none)."""
 
     @property
     def idempotency(self) -> IdempotencyStore:
@@ -79,10 +101,14 @@ class PetStore(Protocol):
     async def create(self, pet: pet_pb2.Pet) -> pet_pb2.Pet:
         """Store a new pet under its own id (AlreadyExists when taken) or, without one, a fresh id."""
 
-    async def update(self, pet: pet_pb2.Pet, fields: Collection[str]) -> pet_pb2.Pet:
+    async def update(
+        self, pet: pet_pb2.Pet, fields: Collection[str], *, accepted_versions: Collection[int] | None = None
+    ) -> pet_pb2.Pet:
         """Write `fields` (from PET_FIELDS) of `pet` onto the pet with pet.id; NotFound when absent.
 
         A field absent in `pet` (no category, status unspecified) is removed from the stored pet.
+        With `accepted_versions`, only when the stored version is one of them, checked
+        atomically with the write; FailedPrecondition (and no change) otherwise.
         """
 
     async def delete(self, pet_id: int) -> None:

@@ -2,7 +2,8 @@
 
 A document keeps exactly what the message holds: optional fields the client left out
 (pet/category/tag ids and names, the category itself, an unspecified status) are absent keys,
-so what a client stores is what it reads back.
+so what a client stores is what it reads back. The version is the store's to set: documents
+carry it under VERSION_KEY (absent in documents written before pets had versions: version 0).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from petstore.pet.v1 import pet_pb2
 from petstore_pet.storage.base import STATUS_NAMES, PetImage, Status
 
 Document = dict[str, Any]
+
+VERSION_KEY = "version"
 
 _STATUS_BY_NAME: Mapping[str, Status] = {name: value for value, name in STATUS_NAMES.items()}
 
@@ -46,6 +49,7 @@ def pet_from_document(document: Mapping[str, Any]) -> pet_pb2.Pet:
         photo_urls=document.get("photo_urls", []),
         tags=[pet_pb2.Tag(**_labelled_from_document(tag)) for tag in document.get("tags", [])],
         status=_STATUS_BY_NAME.get(document.get("status", ""), pet_pb2.PET_STATUS_UNSPECIFIED),
+        version=document.get(VERSION_KEY, 0),
     )
     category = document.get("category")
     if category is not None:

@@ -1,6 +1,7 @@
 """The embedded store used when no MONGODB_URI is given (development, tests).
 
-No method awaits while it reads or writes, so on one event loop each call is atomic.
+No method awaits while it reads or writes, so on one event loop each call is atomic, and each
+write is published to `changes` in the same step: the change stream is in commit order.
 """
 
 from __future__ import annotations
@@ -8,16 +9,17 @@ from __future__ import annotations
 import itertools
 from collections.abc import Collection
 
-from google.protobuf.field_mask_pb2 import FieldMask
-
 from petstore.pet.v1 import pet_pb2
 from petstore_common.errors import AlreadyExists, NotFound
 from petstore_common.idempotency import MemoryIdempotencyStore
+from petstore_common.versions import FIRST_VERSION, check_version
+from petstore_pet.changes import ChangeHub, PetChange
 from petstore_pet.storage.base import (
     STATUS_NAMES,
     PetImage,
     Status,
     already_exists,
+    apply_update,
     empty_inventory,
     not_found,
 )
@@ -29,6 +31,7 @@ class MemoryPetStore:
         self._images: dict[str, PetImage] = {}
         self._last_assigned_id = 0
         self.idempotency = MemoryIdempotencyStore()
+        self.changes = ChangeHub()
 
     async def ensure_indexes(self) -> None:
         """Nothing to index: lists scan the dict."""
@@ -55,20 +58,26 @@ class MemoryPetStore:
             # Like the Mongo counter: draw the next number, skipping ids clients chose.
             stored.id = next(i for i in itertools.count(self._last_assigned_id + 1) if i not in self._pets)
             self._last_assigned_id = stored.id
+        stored.version = FIRST_VERSION
         self._pets[stored.id] = stored
+        self.changes.publish(PetChange(stored.id, stored.version))
         return _copy(stored)
 
-    async def update(self, pet: pet_pb2.Pet, fields: Collection[str]) -> pet_pb2.Pet:
+    async def update(
+        self, pet: pet_pb2.Pet, fields: Collection[str], *, accepted_versions: Collection[int] | None = None
+    ) -> pet_pb2.Pet:
         stored = self._stored(pet.id)
-        # Replace (not merge) named message and repeated fields; absent ones are cleared.
-        FieldMask(paths=sorted(fields)).MergeMessage(
-            pet, stored, replace_message_field=True, replace_repeated_field=True
-        )
-        return _copy(stored)
+        check_version(stored.version, accepted_versions, f"pet {pet.id}")
+        updated = apply_update(stored, pet, fields)
+        updated.version = stored.version + 1
+        self._pets[pet.id] = updated
+        self.changes.publish(PetChange(pet.id, updated.version))
+        return _copy(updated)
 
     async def delete(self, pet_id: int) -> None:
-        self._stored(pet_id)
+        stored = self._stored(pet_id)
         del self._pets[pet_id]
+        self.changes.publish(PetChange(pet_id, stored.version, deleted=True))
         for image_id in [i for i, image in self._images.items() if image.pet_id == pet_id]:
             del self._images[image_id]
 

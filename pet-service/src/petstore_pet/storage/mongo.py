@@ -1,20 +1,34 @@
-"""The MongoDB store (PyMongo's async API): collections pets, pet_images and counters."""
+"""The MongoDB store (PyMongo's async API): collections pets, pet_images and counters.
+
+Writes to a pet are compare-and-set on its stored version (an update filtered on `_id` and
+version, then matched_count), and one process writes a pet at a time (KeyedLocks: FerretDB
+evaluates an update's filter and its write in two steps).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from typing import Any
 
-from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from petstore.pet.v1 import pet_pb2
-from petstore_common.errors import AlreadyExists, NotFound
+from petstore_common.errors import Aborted, AlreadyExists, NotFound
 from petstore_common.idempotency import MongoIdempotencyStore
-from petstore_common.mongo import IdAllocator, insert_with_new_id, ping
-from petstore_pet.storage.base import PetImage, Status, already_exists, empty_inventory, not_found
+from petstore_common.mongo import IdAllocator, KeyedLocks, insert_with_new_id, ping
+from petstore_common.versions import FIRST_VERSION, check_version
+from petstore_pet.storage.base import (
+    PetImage,
+    Status,
+    already_exists,
+    apply_update,
+    empty_inventory,
+    not_found,
+)
+from petstore_pet.storage.change_stream import MongoChangeFeed
 from petstore_pet.storage.documents import (
+    VERSION_KEY,
     Document,
     image_from_document,
     image_to_document,
@@ -24,6 +38,8 @@ from petstore_pet.storage.documents import (
 )
 
 PET_ID_COUNTER = "pets"
+MAX_UPDATE_ATTEMPTS = 16
+"""Compare-and-set rounds an unconditional update may lose to concurrent writers before ABORTED."""
 
 
 class MongoPetStore:
@@ -35,6 +51,8 @@ class MongoPetStore:
         self._images = database["pet_images"]
         self._ids = IdAllocator(database["counters"], PET_ID_COUNTER)
         self.idempotency = MongoIdempotencyStore(database["idempotency_keys"])
+        self.changes = MongoChangeFeed(self._pets)
+        self._writing = KeyedLocks()
 
     async def ensure_indexes(self) -> None:
         await self.idempotency.ensure_indexes()
@@ -56,7 +74,7 @@ class MongoPetStore:
         return pet_from_document(document)
 
     async def create(self, pet: pet_pb2.Pet) -> pet_pb2.Pet:
-        document = pet_to_document(pet)
+        document = pet_to_document(pet) | {VERSION_KEY: FIRST_VERSION}
         if "_id" in document:
             try:
                 await self._pets.insert_one(document)
@@ -69,22 +87,44 @@ class MongoPetStore:
             )
         return pet_from_document(document)
 
-    async def update(self, pet: pet_pb2.Pet, fields: Collection[str]) -> pet_pb2.Pet:
+    async def update(
+        self, pet: pet_pb2.Pet, fields: Collection[str], *, accepted_versions: Collection[int] | None = None
+    ) -> pet_pb2.Pet:
         document = pet_to_document(pet)
         changes: dict[str, dict[str, Any]] = {}
-        if present := {field: document[field] for field in fields if field in document}:
-            changes["$set"] = present
+        present = {field: document[field] for field in fields if field in document}
         if absent := {field: "" for field in fields if field not in document}:
             changes["$unset"] = absent
-        updated = await self._pets.find_one_and_update(
-            {"_id": pet.id}, changes, return_document=ReturnDocument.AFTER
-        )
-        if updated is None:
-            raise NotFound(not_found(pet.id))
-        return pet_from_document(updated)
+        async with self._writing.hold(pet.id):
+            return await self._update(pet, fields, present, changes, accepted_versions)
+
+    async def _update(
+        self,
+        pet: pet_pb2.Pet,
+        fields: Collection[str],
+        present: Document,
+        changes: dict[str, dict[str, Any]],
+        accepted_versions: Collection[int] | None,
+    ) -> pet_pb2.Pet:
+        for _ in range(MAX_UPDATE_ATTEMPTS):
+            stored_document = await self._pets.find_one({"_id": pet.id})
+            if stored_document is None:
+                raise NotFound(not_found(pet.id))
+            stored = pet_from_document(stored_document)
+            check_version(stored.version, accepted_versions, f"pet {pet.id}")
+            changes["$set"] = present | {VERSION_KEY: stored.version + 1}
+            # Written only if nobody wrote since the read: what is stored is then exactly this.
+            unchanged = {"_id": pet.id, VERSION_KEY: stored_document.get(VERSION_KEY, {"$exists": False})}
+            result = await self._pets.update_one(unchanged, changes)
+            if result.matched_count == 1:
+                updated = apply_update(stored, pet, fields)
+                updated.version = stored.version + 1
+                return updated
+        raise Aborted(f"pet {pet.id} is being changed by others; try again")
 
     async def delete(self, pet_id: int) -> None:
-        result = await self._pets.delete_one({"_id": pet_id})
+        async with self._writing.hold(pet_id):
+            result = await self._pets.delete_one({"_id": pet_id})
         if result.deleted_count == 0:
             raise NotFound(not_found(pet_id))
         await self._images.delete_many({"pet_id": pet_id})

@@ -125,12 +125,17 @@ class Pet(_message.Message):
     PHOTO_URLS_FIELD_NUMBER: _builtins.int
     TAGS_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
+    VERSION_FIELD_NUMBER: _builtins.int
     id: _builtins.int
     """The pet's identifier: positive and unique; assigned by the server when absent on create."""
     name: _builtins.str
     """The pet's name."""
     status: Global___PetStatus.ValueType
     """The pet's status; PET_STATUS_UNSPECIFIED when the client gave none."""
+    version: _builtins.int
+    """The pet's version, set by the server: 1 on create, one more on every write. Ignored in
+    requests. It is the key of ETags, If-Match and the gateways' cache coherence.
+    """
     @_builtins.property
     def category(self) -> Global___Category:
         """The category the pet belongs to, if any."""
@@ -152,10 +157,11 @@ class Pet(_message.Message):
         photo_urls: _abc.Iterable[_builtins.str] | None = ...,
         tags: _abc.Iterable[Global___Tag] | None = ...,
         status: Global___PetStatus.ValueType = ...,
+        version: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_id", b"_id", "category", b"category", "id", b"id"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_id", b"_id", "category", b"category", "id", b"id", "name", b"name", "photo_urls", b"photo_urls", "status", b"status", "tags", b"tags"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_id", b"_id", "category", b"category", "id", b"id", "name", b"name", "photo_urls", b"photo_urls", "status", b"status", "tags", b"tags", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__id: _TypeAlias = _typing.Literal["id"]  # noqa: Y015
     _WhichOneofArgType__id: _TypeAlias = _typing.Literal["_id", b"_id"]  # noqa: Y015

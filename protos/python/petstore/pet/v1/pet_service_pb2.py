@@ -25,9 +25,10 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mask__pb2
 from petstore.auth.v1 import caller_pb2 as petstore_dot_auth_dot_v1_dot_caller__pb2
 from petstore.pet.v1 import pet_pb2 as petstore_dot_pet_dot_v1_dot_pet__pb2
+from petstore.versioning.v1 import precondition_pb2 as petstore_dot_versioning_dot_v1_dot_precondition__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!petstore/pet/v1/pet_service.proto\x12\x0fpetstore.pet.v1\x1a google/protobuf/field_mask.proto\x1a\x1dpetstore/auth/v1/caller.proto\x1a\x19petstore/pet/v1/pet.proto\"\x1b\n\rGetPetRequest\x12\n\n\x02id\x18\x01 \x01(\x03\"3\n\x0eGetPetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"x\n\x10\x43reatePetRequest\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"Q\n\x11\x43reatePetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12\x19\n\x11idempotent_replay\x18\x02 \x01(\x08\"\x90\x01\n\x10UpdatePetRequest\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\x12(\n\x06\x63\x61ller\x18\x03 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"6\n\x11UpdatePetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"H\n\x10\x44\x65letePetRequest\x12\n\n\x02id\x18\x01 \x01(\x03\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"\x13\n\x11\x44\x65letePetResponse\"y\n\x0fListPetsRequest\x12,\n\x08statuses\x18\x01 \x03(\x0e\x32\x1a.petstore.pet.v1.PetStatus\x12\x11\n\ttag_names\x18\x02 \x03(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"O\n\x10ListPetsResponse\x12\"\n\x04pets\x18\x01 \x03(\x0b\x32\x14.petstore.pet.v1.Pet\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x15\n\x13GetInventoryRequest\"\x88\x01\n\x14GetInventoryResponse\x12\x41\n\x06\x63ounts\x18\x01 \x03(\x0b\x32\x31.petstore.pet.v1.GetInventoryResponse.CountsEntry\x1a-\n\x0b\x43ountsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\xa5\x01\n\x15UploadPetImageRequest\x12\x0e\n\x06pet_id\x18\x01 \x01(\x03\x12\x14\n\x0c\x63ontent_type\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12\x1b\n\x13\x61\x64\x64itional_metadata\x18\x04 \x01(\t\x12\x11\n\tfile_name\x18\x05 \x01(\t\x12(\n\x06\x63\x61ller\x18\x06 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\">\n\x16UploadPetImageResponse\x12\x10\n\x08image_id\x18\x01 \x01(\t\x12\x12\n\nsize_bytes\x18\x02 \x01(\x03\x32\xe4\x04\n\nPetService\x12I\n\x06GetPet\x12\x1e.petstore.pet.v1.GetPetRequest\x1a\x1f.petstore.pet.v1.GetPetResponse\x12R\n\tCreatePet\x12!.petstore.pet.v1.CreatePetRequest\x1a\".petstore.pet.v1.CreatePetResponse\x12R\n\tUpdatePet\x12!.petstore.pet.v1.UpdatePetRequest\x1a\".petstore.pet.v1.UpdatePetResponse\x12R\n\tDeletePet\x12!.petstore.pet.v1.DeletePetRequest\x1a\".petstore.pet.v1.DeletePetResponse\x12O\n\x08ListPets\x12 .petstore.pet.v1.ListPetsRequest\x1a!.petstore.pet.v1.ListPetsResponse\x12[\n\x0cGetInventory\x12$.petstore.pet.v1.GetInventoryRequest\x1a%.petstore.pet.v1.GetInventoryResponse\x12\x61\n\x0eUploadPetImage\x12&.petstore.pet.v1.UploadPetImageRequest\x1a\'.petstore.pet.v1.UploadPetImageResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!petstore/pet/v1/pet_service.proto\x12\x0fpetstore.pet.v1\x1a google/protobuf/field_mask.proto\x1a\x1dpetstore/auth/v1/caller.proto\x1a\x19petstore/pet/v1/pet.proto\x1a)petstore/versioning/v1/precondition.proto\"\x1b\n\rGetPetRequest\x12\n\n\x02id\x18\x01 \x01(\x03\"3\n\x0eGetPetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"x\n\x10\x43reatePetRequest\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"Q\n\x11\x43reatePetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12\x19\n\x11idempotent_replay\x18\x02 \x01(\x08\"\xcc\x01\n\x10UpdatePetRequest\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\x12(\n\x06\x63\x61ller\x18\x03 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12:\n\x0cprecondition\x18\x04 \x01(\x0b\x32$.petstore.versioning.v1.Precondition\"6\n\x11UpdatePetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"H\n\x10\x44\x65letePetRequest\x12\n\n\x02id\x18\x01 \x01(\x03\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"\x13\n\x11\x44\x65letePetResponse\"y\n\x0fListPetsRequest\x12,\n\x08statuses\x18\x01 \x03(\x0e\x32\x1a.petstore.pet.v1.PetStatus\x12\x11\n\ttag_names\x18\x02 \x03(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"O\n\x10ListPetsResponse\x12\"\n\x04pets\x18\x01 \x03(\x0b\x32\x14.petstore.pet.v1.Pet\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x15\n\x13GetInventoryRequest\"\x88\x01\n\x14GetInventoryResponse\x12\x41\n\x06\x63ounts\x18\x01 \x03(\x0b\x32\x31.petstore.pet.v1.GetInventoryResponse.CountsEntry\x1a-\n\x0b\x43ountsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\xa5\x01\n\x15UploadPetImageRequest\x12\x0e\n\x06pet_id\x18\x01 \x01(\x03\x12\x14\n\x0c\x63ontent_type\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12\x1b\n\x13\x61\x64\x64itional_metadata\x18\x04 \x01(\t\x12\x11\n\tfile_name\x18\x05 \x01(\t\x12(\n\x06\x63\x61ller\x18\x06 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\">\n\x16UploadPetImageResponse\x12\x10\n\x08image_id\x18\x01 \x01(\t\x12\x12\n\nsize_bytes\x18\x02 \x01(\x03\"\x12\n\x10WatchPetsRequest\"9\n\tPetChange\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x0f\n\x07\x64\x65leted\x18\x03 \x01(\x08\"@\n\x11WatchPetsResponse\x12+\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x1a.petstore.pet.v1.PetChange2\xba\x05\n\nPetService\x12I\n\x06GetPet\x12\x1e.petstore.pet.v1.GetPetRequest\x1a\x1f.petstore.pet.v1.GetPetResponse\x12R\n\tCreatePet\x12!.petstore.pet.v1.CreatePetRequest\x1a\".petstore.pet.v1.CreatePetResponse\x12R\n\tUpdatePet\x12!.petstore.pet.v1.UpdatePetRequest\x1a\".petstore.pet.v1.UpdatePetResponse\x12R\n\tDeletePet\x12!.petstore.pet.v1.DeletePetRequest\x1a\".petstore.pet.v1.DeletePetResponse\x12O\n\x08ListPets\x12 .petstore.pet.v1.ListPetsRequest\x1a!.petstore.pet.v1.ListPetsResponse\x12[\n\x0cGetInventory\x12$.petstore.pet.v1.GetInventoryRequest\x1a%.petstore.pet.v1.GetInventoryResponse\x12\x61\n\x0eUploadPetImage\x12&.petstore.pet.v1.UploadPetImageRequest\x1a\'.petstore.pet.v1.UploadPetImageResponse\x12T\n\tWatchPets\x12!.petstore.pet.v1.WatchPetsRequest\x1a\".petstore.pet.v1.WatchPetsResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,36 +37,42 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_GETINVENTORYRESPONSE_COUNTSENTRY']._loaded_options = None
   _globals['_GETINVENTORYRESPONSE_COUNTSENTRY']._serialized_options = b'8\001'
-  _globals['_GETPETREQUEST']._serialized_start=146
-  _globals['_GETPETREQUEST']._serialized_end=173
-  _globals['_GETPETRESPONSE']._serialized_start=175
-  _globals['_GETPETRESPONSE']._serialized_end=226
-  _globals['_CREATEPETREQUEST']._serialized_start=228
-  _globals['_CREATEPETREQUEST']._serialized_end=348
-  _globals['_CREATEPETRESPONSE']._serialized_start=350
-  _globals['_CREATEPETRESPONSE']._serialized_end=431
-  _globals['_UPDATEPETREQUEST']._serialized_start=434
-  _globals['_UPDATEPETREQUEST']._serialized_end=578
-  _globals['_UPDATEPETRESPONSE']._serialized_start=580
-  _globals['_UPDATEPETRESPONSE']._serialized_end=634
-  _globals['_DELETEPETREQUEST']._serialized_start=636
-  _globals['_DELETEPETREQUEST']._serialized_end=708
-  _globals['_DELETEPETRESPONSE']._serialized_start=710
-  _globals['_DELETEPETRESPONSE']._serialized_end=729
-  _globals['_LISTPETSREQUEST']._serialized_start=731
-  _globals['_LISTPETSREQUEST']._serialized_end=852
-  _globals['_LISTPETSRESPONSE']._serialized_start=854
-  _globals['_LISTPETSRESPONSE']._serialized_end=933
-  _globals['_GETINVENTORYREQUEST']._serialized_start=935
-  _globals['_GETINVENTORYREQUEST']._serialized_end=956
-  _globals['_GETINVENTORYRESPONSE']._serialized_start=959
-  _globals['_GETINVENTORYRESPONSE']._serialized_end=1095
-  _globals['_GETINVENTORYRESPONSE_COUNTSENTRY']._serialized_start=1050
-  _globals['_GETINVENTORYRESPONSE_COUNTSENTRY']._serialized_end=1095
-  _globals['_UPLOADPETIMAGEREQUEST']._serialized_start=1098
-  _globals['_UPLOADPETIMAGEREQUEST']._serialized_end=1263
-  _globals['_UPLOADPETIMAGERESPONSE']._serialized_start=1265
-  _globals['_UPLOADPETIMAGERESPONSE']._serialized_end=1327
-  _globals['_PETSERVICE']._serialized_start=1330
-  _globals['_PETSERVICE']._serialized_end=1942
+  _globals['_GETPETREQUEST']._serialized_start=189
+  _globals['_GETPETREQUEST']._serialized_end=216
+  _globals['_GETPETRESPONSE']._serialized_start=218
+  _globals['_GETPETRESPONSE']._serialized_end=269
+  _globals['_CREATEPETREQUEST']._serialized_start=271
+  _globals['_CREATEPETREQUEST']._serialized_end=391
+  _globals['_CREATEPETRESPONSE']._serialized_start=393
+  _globals['_CREATEPETRESPONSE']._serialized_end=474
+  _globals['_UPDATEPETREQUEST']._serialized_start=477
+  _globals['_UPDATEPETREQUEST']._serialized_end=681
+  _globals['_UPDATEPETRESPONSE']._serialized_start=683
+  _globals['_UPDATEPETRESPONSE']._serialized_end=737
+  _globals['_DELETEPETREQUEST']._serialized_start=739
+  _globals['_DELETEPETREQUEST']._serialized_end=811
+  _globals['_DELETEPETRESPONSE']._serialized_start=813
+  _globals['_DELETEPETRESPONSE']._serialized_end=832
+  _globals['_LISTPETSREQUEST']._serialized_start=834
+  _globals['_LISTPETSREQUEST']._serialized_end=955
+  _globals['_LISTPETSRESPONSE']._serialized_start=957
+  _globals['_LISTPETSRESPONSE']._serialized_end=1036
+  _globals['_GETINVENTORYREQUEST']._serialized_start=1038
+  _globals['_GETINVENTORYREQUEST']._serialized_end=1059
+  _globals['_GETINVENTORYRESPONSE']._serialized_start=1062
+  _globals['_GETINVENTORYRESPONSE']._serialized_end=1198
+  _globals['_GETINVENTORYRESPONSE_COUNTSENTRY']._serialized_start=1153
+  _globals['_GETINVENTORYRESPONSE_COUNTSENTRY']._serialized_end=1198
+  _globals['_UPLOADPETIMAGEREQUEST']._serialized_start=1201
+  _globals['_UPLOADPETIMAGEREQUEST']._serialized_end=1366
+  _globals['_UPLOADPETIMAGERESPONSE']._serialized_start=1368
+  _globals['_UPLOADPETIMAGERESPONSE']._serialized_end=1430
+  _globals['_WATCHPETSREQUEST']._serialized_start=1432
+  _globals['_WATCHPETSREQUEST']._serialized_end=1450
+  _globals['_PETCHANGE']._serialized_start=1452
+  _globals['_PETCHANGE']._serialized_end=1509
+  _globals['_WATCHPETSRESPONSE']._serialized_start=1511
+  _globals['_WATCHPETSRESPONSE']._serialized_end=1575
+  _globals['_PETSERVICE']._serialized_start=1578
+  _globals['_PETSERVICE']._serialized_end=2276
 # @@protoc_insertion_point(module_scope)

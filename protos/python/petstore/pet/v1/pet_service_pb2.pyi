@@ -10,6 +10,7 @@ from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from petstore.auth.v1 import caller_pb2 as _caller_pb2
 from petstore.pet.v1 import pet_pb2 as _pet_pb2
+from petstore.versioning.v1 import precondition_pb2 as _precondition_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -142,6 +143,7 @@ class UpdatePetRequest(_message.Message):
     PET_FIELD_NUMBER: _builtins.int
     UPDATE_MASK_FIELD_NUMBER: _builtins.int
     CALLER_FIELD_NUMBER: _builtins.int
+    PRECONDITION_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def pet(self) -> _pet_pb2.Pet:
         """The pet to write; its id names the pet to update."""
@@ -154,16 +156,23 @@ class UpdatePetRequest(_message.Message):
     def caller(self) -> _caller_pb2.Caller:
         """Who asks."""
 
+    @_builtins.property
+    def precondition(self) -> _precondition_pb2.Precondition:
+        """When set, the update happens only if the stored pet's version is one of these; else
+        FAILED_PRECONDITION, and nothing changes.
+        """
+
     def __init__(
         self,
         *,
         pet: _pet_pb2.Pet | None = ...,
         update_mask: _field_mask_pb2.FieldMask | None = ...,
         caller: _caller_pb2.Caller | None = ...,
+        precondition: _precondition_pb2.Precondition | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "pet", b"pet", "update_mask", b"update_mask"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "pet", b"pet", "precondition", b"precondition", "update_mask", b"update_mask"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "pet", b"pet", "update_mask", b"update_mask"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller", "pet", b"pet", "precondition", b"precondition", "update_mask", b"update_mask"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -434,3 +443,74 @@ class UploadPetImageResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___UploadPetImageResponse: _TypeAlias = UploadPetImageResponse  # noqa: Y015
+
+@_typing.final
+class WatchPetsRequest(_message.Message):
+    """The request of WatchPets."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchPetsRequest: _TypeAlias = WatchPetsRequest  # noqa: Y015
+
+@_typing.final
+class PetChange(_message.Message):
+    """One committed change of a pet."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    VERSION_FIELD_NUMBER: _builtins.int
+    DELETED_FIELD_NUMBER: _builtins.int
+    id: _builtins.int
+    """The pet's id."""
+    version: _builtins.int
+    """The pet's version after the change; 0 when unknown (a deletion in MongoDB)."""
+    deleted: _builtins.bool
+    """Whether the pet was deleted."""
+    def __init__(
+        self,
+        *,
+        id: _builtins.int = ...,
+        version: _builtins.int = ...,
+        deleted: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleted", b"deleted", "id", b"id", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PetChange: _TypeAlias = PetChange  # noqa: Y015
+
+@_typing.final
+class WatchPetsResponse(_message.Message):
+    """One message of WatchPets."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CHANGES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def changes(self) -> _containers.RepeatedCompositeFieldContainer[Global___PetChange]:
+        """Changes in commit order; empty in the first message and in heartbeats."""
+
+    def __init__(
+        self,
+        *,
+        changes: _abc.Iterable[Global___PetChange] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["changes", b"changes"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchPetsResponse: _TypeAlias = WatchPetsResponse  # noqa: Y015

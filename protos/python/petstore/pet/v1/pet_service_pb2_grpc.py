@@ -70,6 +70,11 @@ class PetServiceStub:
                 request_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.UploadPetImageRequest.SerializeToString,
                 response_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.UploadPetImageResponse.FromString,
                 _registered_method=True)
+        self.WatchPets = channel.unary_stream(
+                '/petstore.pet.v1.PetService/WatchPets',
+                request_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.WatchPetsRequest.SerializeToString,
+                response_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.WatchPetsResponse.FromString,
+                _registered_method=True)
 
 
 class PetServiceServicer:
@@ -126,6 +131,17 @@ class PetServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchPets(self, request, context):
+        """Streams the id and version of every pet created, changed or deleted from now on, in commit
+        order, whichever replica of the service made the change. The first response (no changes)
+        says the stream is live: every commit after it follows. Responses without changes also come
+        every few seconds as heartbeats. The stream ends (UNAVAILABLE) whenever the service might
+        miss a change; it is FAILED_PRECONDITION when the database cannot stream its changes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PetServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -163,6 +179,11 @@ def add_PetServiceServicer_to_server(servicer, server):
                     servicer.UploadPetImage,
                     request_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.UploadPetImageRequest.FromString,
                     response_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.UploadPetImageResponse.SerializeToString,
+            ),
+            'WatchPets': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchPets,
+                    request_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.WatchPetsRequest.FromString,
+                    response_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.WatchPetsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -355,6 +376,33 @@ class PetService:
             '/petstore.pet.v1.PetService/UploadPetImage',
             petstore_dot_pet_dot_v1_dot_pet__service__pb2.UploadPetImageRequest.SerializeToString,
             petstore_dot_pet_dot_v1_dot_pet__service__pb2.UploadPetImageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchPets(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/petstore.pet.v1.PetService/WatchPets',
+            petstore_dot_pet_dot_v1_dot_pet__service__pb2.WatchPetsRequest.SerializeToString,
+            petstore_dot_pet_dot_v1_dot_pet__service__pb2.WatchPetsResponse.FromString,
             options,
             channel_credentials,
             insecure,

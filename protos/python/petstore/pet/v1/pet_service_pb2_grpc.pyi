@@ -49,6 +49,13 @@ class PetServiceStub:
     """Counts pets by status."""
     UploadPetImage: _grpc.UnaryUnaryMultiCallable[_pet_service_pb2.UploadPetImageRequest, _pet_service_pb2.UploadPetImageResponse]
     """Stores an image of a pet; NOT_FOUND when the pet is absent."""
+    WatchPets: _grpc.UnaryStreamMultiCallable[_pet_service_pb2.WatchPetsRequest, _pet_service_pb2.WatchPetsResponse]
+    """Streams the id and version of every pet created, changed or deleted from now on, in commit
+    order, whichever replica of the service made the change. The first response (no changes)
+    says the stream is live: every commit after it follows. Responses without changes also come
+    every few seconds as heartbeats. The stream ends (UNAVAILABLE) whenever the service might
+    miss a change; it is FAILED_PRECONDITION when the database cannot stream its changes.
+    """
 
 @_typing.type_check_only
 class PetServiceAsyncStub(PetServiceStub):
@@ -71,6 +78,13 @@ class PetServiceAsyncStub(PetServiceStub):
     """Counts pets by status."""
     UploadPetImage: _aio.UnaryUnaryMultiCallable[_pet_service_pb2.UploadPetImageRequest, _pet_service_pb2.UploadPetImageResponse]  # type: ignore[assignment]
     """Stores an image of a pet; NOT_FOUND when the pet is absent."""
+    WatchPets: _aio.UnaryStreamMultiCallable[_pet_service_pb2.WatchPetsRequest, _pet_service_pb2.WatchPetsResponse]  # type: ignore[assignment]
+    """Streams the id and version of every pet created, changed or deleted from now on, in commit
+    order, whichever replica of the service made the change. The first response (no changes)
+    says the stream is live: every commit after it follows. Responses without changes also come
+    every few seconds as heartbeats. The stream ends (UNAVAILABLE) whenever the service might
+    miss a change; it is FAILED_PRECONDITION when the database cannot stream its changes.
+    """
 
 class PetServiceServicer(metaclass=_abc_1.ABCMeta):
     """Owns the store's pets and their images."""
@@ -132,5 +146,18 @@ class PetServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_pet_service_pb2.UploadPetImageResponse, _abc.Awaitable[_pet_service_pb2.UploadPetImageResponse]]:
         """Stores an image of a pet; NOT_FOUND when the pet is absent."""
+
+    @_abc_1.abstractmethod
+    def WatchPets(
+        self,
+        request: _pet_service_pb2.WatchPetsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_pet_service_pb2.WatchPetsResponse], _abc.AsyncIterator[_pet_service_pb2.WatchPetsResponse]]:
+        """Streams the id and version of every pet created, changed or deleted from now on, in commit
+        order, whichever replica of the service made the change. The first response (no changes)
+        says the stream is live: every commit after it follows. Responses without changes also come
+        every few seconds as heartbeats. The stream ends (UNAVAILABLE) whenever the service might
+        miss a change; it is FAILED_PRECONDITION when the database cannot stream its changes.
+        """
 
 def add_PetServiceServicer_to_server(servicer: PetServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
