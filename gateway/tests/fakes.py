@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,8 +45,18 @@ class RequestIdRecorder(grpc.aio.ServerInterceptor):
         return await continuation(handler_call_details)
 
 
+LOSE_STREAM = object()
+"""Put on a watcher's queue to end its stream with UNAVAILABLE."""
+
+
 class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
+    """Pets in a dict, with versions. WatchPets is FAILED_PRECONDITION (no change streams)
+    unless `watchable`: then every write through the service is streamed."""
+
     def __init__(self) -> None:
+        self.watchable = False
+        self.watchers: list[asyncio.Queue[object]] = []
+        self.get_calls = 0
         self.pets: dict[int, pet_pb2.Pet] = {}
         self.images: list[pet_service_pb2.UploadPetImageRequest] = []
         self.last_list: pet_service_pb2.ListPetsRequest | None = None
@@ -61,8 +72,35 @@ class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
         tags: tuple[str, ...] = (),
     ) -> None:
         self.pets[pet_id] = pet_pb2.Pet(
-            id=pet_id, name=name, status=status, tags=[pet_pb2.Tag(name=t) for t in tags]
+            id=pet_id, name=name, status=status, tags=[pet_pb2.Tag(name=t) for t in tags], version=1
         )
+        self.publish(pet_id, 1)
+
+    def publish(self, pet_id: int, version: int, deleted: bool = False) -> None:
+        for queue in self.watchers:
+            queue.put_nowait(pet_service_pb2.PetChange(id=pet_id, version=version, deleted=deleted))
+
+    def lose_watches(self) -> None:
+        for queue in self.watchers:
+            queue.put_nowait(LOSE_STREAM)
+
+    async def WatchPets(
+        self, request: pet_service_pb2.WatchPetsRequest, context: Context
+    ) -> AsyncIterator[pet_service_pb2.WatchPetsResponse]:
+        if not self.watchable:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "no change streams")
+        queue: asyncio.Queue[object] = asyncio.Queue()
+        self.watchers.append(queue)
+        try:
+            yield pet_service_pb2.WatchPetsResponse()
+            while True:
+                item = await queue.get()
+                if item is LOSE_STREAM:
+                    await context.abort(grpc.StatusCode.UNAVAILABLE, "change stream lost")
+                assert isinstance(item, pet_service_pb2.PetChange)
+                yield pet_service_pb2.WatchPetsResponse(changes=[item])
+        finally:
+            self.watchers.remove(queue)
 
     async def _get(self, pet_id: int, context: Context) -> pet_pb2.Pet:
         pet = self.pets.get(pet_id)
@@ -73,6 +111,7 @@ class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
     async def GetPet(
         self, request: pet_service_pb2.GetPetRequest, context: Context
     ) -> pet_service_pb2.GetPetResponse:
+        self.get_calls += 1
         return pet_service_pb2.GetPetResponse(pet=await self._get(request.id, context))
 
     async def CreatePet(
@@ -91,7 +130,9 @@ class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
         else:
             self._next_id += 1
             pet.id = self._next_id
+        pet.version = 1
         self.pets[pet.id] = pet
+        self.publish(pet.id, 1)
         return pet_service_pb2.CreatePetResponse(pet=pet)
 
     async def UpdatePet(
@@ -101,6 +142,11 @@ class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
         if request.caller.kind != caller_pb2.CALLER_KIND_STAFF:
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, "only staff may change the catalogue")
         stored = await self._get(request.pet.id, context)
+        if request.HasField("precondition") and stored.version not in request.precondition.versions:
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION, f"pet {stored.id} was changed since the version given"
+            )
+        version = stored.version + 1
         if not request.update_mask.paths:
             if not request.pet.name:
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "name must not be empty")
@@ -109,6 +155,8 @@ class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
             if path == "name" and not request.pet.name:
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "name must not be empty")
             setattr(stored, path, getattr(request.pet, path))
+        stored.version = version
+        self.publish(stored.id, version)
         return pet_service_pb2.UpdatePetResponse(pet=stored)
 
     async def DeletePet(
@@ -117,8 +165,9 @@ class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
         self.callers.append(request.caller)
         if request.caller.kind != caller_pb2.CALLER_KIND_STAFF:
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, "only staff may change the catalogue")
-        await self._get(request.id, context)
+        stored = await self._get(request.id, context)
         del self.pets[request.id]
+        self.publish(request.id, stored.version, deleted=True)
         return pet_service_pb2.DeletePetResponse()
 
     async def ListPets(

@@ -49,7 +49,12 @@ async def test_a_request_is_a_server_span_with_its_service_call_inside(
         await clients.close()
     finished = spans.get_finished_spans()
     server = [span for span in finished if span.kind is trace.SpanKind.SERVER]
-    calls = [span for span in finished if span.kind is trace.SpanKind.CLIENT]
+    # The pet cache's WatchPets stream runs beside the requests, in traces of its own.
+    calls = [
+        span
+        for span in finished
+        if span.kind is trace.SpanKind.CLIENT and span.name != "/petstore.pet.v1.PetService/WatchPets"
+    ]
     assert [span.name for span in server] == ["GET /v2/pet/{petId}"]
     assert server[0].attributes is not None
     assert (

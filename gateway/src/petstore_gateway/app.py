@@ -2,19 +2,32 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from petstore.pet.v1 import pet_service_pb2
 from petstore.user.v1 import user_service_pb2
 from petstore_gateway import health
 from petstore_gateway.apidoc.routes import build_documents
 from petstore_gateway.apidoc.routes import routes as apidoc_routes
 from petstore_gateway.auth import Authenticator
 from petstore_gateway.clients import ServiceClients, open_clients
-from petstore_gateway.keys import API_DOCUMENTS, AUTHENTICATOR, CLIENTS, METRICS, RATE_LIMITS, SETTINGS
+from petstore_gateway.keys import (
+    API_DOCUMENTS,
+    AUTHENTICATOR,
+    CLIENTS,
+    METRICS,
+    PET_CACHE,
+    RATE_LIMITS,
+    SETTINGS,
+)
 from petstore_gateway.metrics import GatewayMetrics
 from petstore_gateway.middlewares import MIDDLEWARES
+from petstore_gateway.pet_cache import PetCache
+from petstore_gateway.pet_watch import PetWatcher
 from petstore_gateway.ratelimit import RateLimits
 from petstore_gateway.routes import pet, store, user
 from petstore_gateway.rpc import call_service
@@ -46,10 +59,14 @@ def create_app(settings: GatewaySettings, *, clients: ServiceClients | None = No
     app[AUTHENTICATOR] = Authenticator(
         static_keys=settings.api_keys, session_secret=settings.session_secret, check_session=check_session
     )
+    app[PET_CACHE] = PetCache(
+        max_entries=settings.pet_cache_max_entries, max_bytes=settings.pet_cache_max_bytes
+    )
     if clients is None:
         app.cleanup_ctx.append(_service_clients)
     else:
         app[CLIENTS] = clients
+    app.cleanup_ctx.append(_pet_watch)
     app.add_routes(health.routes)
     app.add_routes(pet.routes)
     app.add_routes(store.routes)
@@ -67,3 +84,21 @@ async def _service_clients(app: web.Application) -> AsyncIterator[None]:
     ) as clients:
         app[CLIENTS] = clients
         yield
+
+
+async def _pet_watch(app: web.Application) -> AsyncIterator[None]:
+    """Follow the pet service's changes while the app runs; without it the cache stays off."""
+    cache = app[PET_CACHE]
+    if not cache.enabled:
+        yield
+        return
+    watcher = PetWatcher(
+        cache,
+        lambda: app[CLIENTS].pet.WatchPets(pet_service_pb2.WatchPetsRequest()),
+        silence_seconds=app[SETTINGS].pet_watch_silence_seconds,
+    )
+    task = asyncio.create_task(watcher.run())
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task

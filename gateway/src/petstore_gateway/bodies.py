@@ -10,8 +10,15 @@ from aiohttp.http import HttpProcessingError
 from multidict import MultiDict, MultiDictProxy
 
 from petstore_gateway.errors import ApiError
+from petstore_gateway.etags import ETAG, IF_NONE_MATCH, none_match
 from petstore_gateway.keys import RESPONSE_TYPE
-from petstore_gateway.negotiation import JSON_RESPONSE, ResponseType, body_format, media_type_of
+from petstore_gateway.negotiation import (
+    JSON_RESPONSE,
+    BodyFormat,
+    ResponseType,
+    body_format,
+    media_type_of,
+)
 from petstore_gateway.representations.api_response import API_RESPONSE, api_response, error_body
 from petstore_gateway.representations.shapes import (
     Document,
@@ -115,6 +122,21 @@ def respond(
 ) -> web.Response:
     """200 with `value` as `document` in the representation the client asked for."""
     return render(value, document, response_type(request), headers=headers)
+
+
+def content_type_header(response_type: ResponseType) -> str:
+    if response_type.format is BodyFormat.JSON:
+        return response_type.content_type
+    return f"{response_type.content_type}; charset=utf-8"
+
+
+def respond_entity(request: web.Request, body: bytes, etag: str, *, conditional: bool = True) -> web.Response:
+    """200 with an already encoded representation and its ETag; for a `conditional` read
+    (GET), 304 without a body when If-None-Match names the tag the client already holds."""
+    if conditional and none_match(request.headers.get(IF_NONE_MATCH), etag):
+        return web.Response(status=304, headers={ETAG: etag})
+    headers = {"Content-Type": content_type_header(response_type(request)), ETAG: etag}
+    return web.Response(body=body, headers=headers)
 
 
 def respond_message(

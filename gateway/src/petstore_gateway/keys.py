@@ -9,6 +9,7 @@ from petstore_gateway.auth import Authenticator, Principal
 from petstore_gateway.clients import ServiceClients
 from petstore_gateway.metrics import GatewayMetrics
 from petstore_gateway.negotiation import ResponseType
+from petstore_gateway.pet_cache import PetCache
 from petstore_gateway.ratelimit import RateLimits
 from petstore_gateway.settings import GatewaySettings
 
@@ -19,6 +20,8 @@ METRICS = web.AppKey("metrics", GatewayMetrics)
 API_DOCUMENTS = web.AppKey("api_documents", ApiDocuments)
 """The API description, serialized once when the app is made."""
 RATE_LIMITS = web.AppKey("rate_limits", RateLimits)
+PET_CACHE = web.AppKey("pet_cache", PetCache)
+"""Encoded pets, served while the pet service's WatchPets stream keeps them coherent."""
 
 RESPONSE_TYPE = web.RequestKey("response_type", ResponseType)
 """The representation negotiated from Accept, set by the negotiation middleware."""

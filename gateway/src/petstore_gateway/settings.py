@@ -41,6 +41,14 @@ class GatewaySettings:
     """Origins browsers may call from (CORS): "*" for any, () for none (CORS off)."""
     trusted_proxies: tuple[Network, ...] = ()
     """Proxies (an ingress) whose X-Forwarded-For names the client for per-address limits."""
+    pet_cache_max_entries: int = 20_000
+    """Encoded pet representations the read cache holds at most; 0 turns the cache off."""
+    pet_cache_max_bytes: int = 16 * 1024 * 1024
+    """Bytes the read cache holds at most (bodies plus a fixed cost per entry)."""
+    pet_watch_silence_seconds: float = 6.0
+    """A WatchPets stream silent this long (the service sends a heartbeat every 2 s) is lost."""
+    workers: int = 1
+    """Gateway processes sharing the listen port (SO_REUSEPORT), each with its own cache."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -63,6 +71,10 @@ class GatewaySettings:
             login_rate_limit_per_minute=env_int(env, "LOGIN_RATE_LIMIT_PER_MINUTE", 10),
             cors_allow_origins=_cors_origins(env),
             trusted_proxies=_trusted_proxies(env),
+            pet_cache_max_entries=env_int(env, "PET_CACHE_MAX_ENTRIES", 20_000),
+            pet_cache_max_bytes=env_int(env, "PET_CACHE_MAX_BYTES", 16 * 1024 * 1024),
+            pet_watch_silence_seconds=env_float(env, "PET_WATCH_SILENCE_SECONDS", 6.0, minimum=0.1),
+            workers=env_int(env, "GATEWAY_WORKERS", 1, minimum=1),
         )
 
 

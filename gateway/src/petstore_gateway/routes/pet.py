@@ -10,9 +10,19 @@ from google.protobuf.field_mask_pb2 import FieldMask
 from multidict import MultiDictProxy
 
 from petstore.pet.v1 import pet_pb2, pet_service_pb2
-from petstore_gateway.bodies import read_body, read_form, respond, respond_message, utf8_text
-from petstore_gateway.errors import ApiError
-from petstore_gateway.keys import CLIENTS, PRINCIPAL
+from petstore_gateway.bodies import (
+    read_body,
+    read_form,
+    respond,
+    respond_entity,
+    respond_message,
+    response_type,
+    utf8_text,
+)
+from petstore_gateway.errors import ApiError, Overrides
+from petstore_gateway.etags import IF_MATCH, if_match_precondition, matches_version, versioned_etag
+from petstore_gateway.keys import CLIENTS, PET_CACHE, PRINCIPAL
+from petstore_gateway.negotiation import BodyFormat
 from petstore_gateway.params import (
     LIMIT_PARAM,
     NEXT_PAGE_HEADER,
@@ -21,6 +31,7 @@ from petstore_gateway.params import (
     parse_limit,
     split_values,
 )
+from petstore_gateway.pet_cache import CachedPet
 from petstore_gateway.representations.pet import (
     PET,
     PET_STATUSES,
@@ -30,12 +41,17 @@ from petstore_gateway.representations.pet import (
     pet_to_wire,
     pets_to_wire,
 )
-from petstore_gateway.representations.shapes import InvalidRepresentation
+from petstore_gateway.representations.shapes import InvalidRepresentation, encode
 from petstore_gateway.rpc import call
 
 SERVICE = "pet"
 # The classic API answers 405 "Invalid input" for a pet body or form that fails validation.
 INVALID_INPUT_IS_405 = {grpc.StatusCode.INVALID_ARGUMENT: 405}
+# With If-Match, a version that moved on, or no pet at all, fails the precondition (RFC 9110 13.1.1).
+CONDITIONAL_WRITE = INVALID_INPUT_IS_405 | {
+    grpc.StatusCode.FAILED_PRECONDITION: 412,
+    grpc.StatusCode.NOT_FOUND: 412,
+}
 
 routes = web.RouteTableDef()
 
@@ -52,7 +68,22 @@ async def add_pet(request: web.Request) -> web.Response:
         service=SERVICE,
         overrides=INVALID_INPUT_IS_405,
     )
-    return respond(request, pet_to_wire(reply.pet), PET)
+    return _respond_pet(request, reply.pet)
+
+
+def encode_pet(pet: pet_pb2.Pet, body_format: BodyFormat) -> CachedPet:
+    """A pet's representation in one format, with its ETag."""
+    body = encode(pet_to_wire(pet), body_format, PET)
+    return CachedPet(pet.version, body, versioned_etag(pet.version, body))
+
+
+def _respond_pet(request: web.Request, pet: pet_pb2.Pet) -> web.Response:
+    entity = encode_pet(pet, response_type(request).format)
+    return respond_entity(request, entity.body, entity.etag, conditional=False)
+
+
+def _write_overrides(request: web.Request) -> Overrides:
+    return INVALID_INPUT_IS_405 if request.headers.get(IF_MATCH) is None else CONDITIONAL_WRITE
 
 
 @routes.put("/v2/pet")
@@ -60,14 +91,21 @@ async def update_pet(request: web.Request) -> web.Response:
     pet = await read_body(
         request, PET, lambda value: pet_from_wire(value, require_id=True), invalid_status=405
     )
-    reply = await call(
-        request,
-        request.app[CLIENTS].pet.UpdatePet,
-        pet_service_pb2.UpdatePetRequest(pet=pet, caller=request[PRINCIPAL].caller()),
-        service=SERVICE,
-        overrides=INVALID_INPUT_IS_405,
-    )
-    return respond(request, pet_to_wire(reply.pet), PET)
+    try:
+        reply = await call(
+            request,
+            request.app[CLIENTS].pet.UpdatePet,
+            pet_service_pb2.UpdatePetRequest(
+                pet=pet,
+                caller=request[PRINCIPAL].caller(),
+                precondition=if_match_precondition(request.headers.get(IF_MATCH)),
+            ),
+            service=SERVICE,
+            overrides=_write_overrides(request),
+        )
+    finally:
+        request.app[PET_CACHE].written(pet.id)  # before the answer leaves: read-your-writes
+    return _respond_pet(request, reply.pet)
 
 
 async def _list_pets(request: web.Request, query: pet_service_pb2.ListPetsRequest) -> web.Response:
@@ -100,11 +138,24 @@ async def find_pets_by_tags(request: web.Request) -> web.Response:
 
 @routes.get("/v2/pet/{petId}")
 async def get_pet(request: web.Request) -> web.Response:
+    """From the cache while it is coherent, else read through (filling it when it may)."""
     pet_id = parse_id(request.match_info["petId"], "petId")
-    reply = await call(
-        request, request.app[CLIENTS].pet.GetPet, pet_service_pb2.GetPetRequest(id=pet_id), service=SERVICE
-    )
-    return respond(request, pet_to_wire(reply.pet), PET)
+    body_format = response_type(request).format
+    cache = request.app[PET_CACHE]
+    entity = cache.get(pet_id, body_format)
+    if entity is None:
+        fill = cache.begin_fill(pet_id)
+        try:
+            reply = await call(
+                request,
+                request.app[CLIENTS].pet.GetPet,
+                pet_service_pb2.GetPetRequest(id=pet_id),
+                service=SERVICE,
+            )
+            entity = encode_pet(reply.pet, body_format)
+        finally:
+            cache.end_fill(fill, body_format, entity)
+    return respond_entity(request, entity.body, entity.etag)
 
 
 @routes.post("/v2/pet/{petId}")
@@ -126,18 +177,33 @@ async def update_pet_with_form(request: web.Request) -> web.Response:
             raise ApiError(405, str(exc)) from None
         paths.append("status")
     clients = request.app[CLIENTS]
+    if_match = request.headers.get(IF_MATCH)
     if paths:
-        await call(
-            request,
-            clients.pet.UpdatePet,
-            pet_service_pb2.UpdatePetRequest(
-                pet=pet, update_mask=FieldMask(paths=paths), caller=request[PRINCIPAL].caller()
-            ),
-            service=SERVICE,
-            overrides=INVALID_INPUT_IS_405,
-        )
+        try:
+            await call(
+                request,
+                clients.pet.UpdatePet,
+                pet_service_pb2.UpdatePetRequest(
+                    pet=pet,
+                    update_mask=FieldMask(paths=paths),
+                    caller=request[PRINCIPAL].caller(),
+                    precondition=if_match_precondition(if_match),
+                ),
+                service=SERVICE,
+                overrides=_write_overrides(request),
+            )
+        finally:
+            request.app[PET_CACHE].written(pet_id)
     else:  # nothing to change (an empty mask would mean "replace everything"): still 404 if absent
-        await call(request, clients.pet.GetPet, pet_service_pb2.GetPetRequest(id=pet_id), service=SERVICE)
+        reply = await call(
+            request,
+            clients.pet.GetPet,
+            pet_service_pb2.GetPetRequest(id=pet_id),
+            service=SERVICE,
+            overrides=_write_overrides(request),
+        )
+        if if_match is not None and not matches_version(if_match, reply.pet.version):
+            raise ApiError(412, f"pet {pet_id} was changed since the version given (If-Match)")
     return respond_message(request, str(pet_id))
 
 
@@ -153,12 +219,15 @@ def _form_text(form: MultiDictProxy[Any], name: str) -> str | None:
 @routes.delete("/v2/pet/{petId}")
 async def delete_pet(request: web.Request) -> web.Response:
     pet_id = parse_id(request.match_info["petId"], "petId")
-    await call(
-        request,
-        request.app[CLIENTS].pet.DeletePet,
-        pet_service_pb2.DeletePetRequest(id=pet_id, caller=request[PRINCIPAL].caller()),
-        service=SERVICE,
-    )
+    try:
+        await call(
+            request,
+            request.app[CLIENTS].pet.DeletePet,
+            pet_service_pb2.DeletePetRequest(id=pet_id, caller=request[PRINCIPAL].caller()),
+            service=SERVICE,
+        )
+    finally:
+        request.app[PET_CACHE].written(pet_id)
     return respond_message(request, str(pet_id))
 
 

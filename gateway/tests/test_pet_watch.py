@@ -1,0 +1,164 @@
+"""The watcher against a fake stream: live only after the first message, changes applied in
+order, and any loss (error, end, silence) empties the cache until a new stream is live."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import pytest
+
+from petstore.pet.v1 import pet_service_pb2
+from petstore_gateway import pet_watch
+from petstore_gateway.negotiation import BodyFormat
+from petstore_gateway.pet_cache import CachedPet, PetCache
+from petstore_gateway.pet_watch import PetWatcher
+
+JSON = BodyFormat.JSON
+
+
+class Failure(grpc.aio.AioRpcError):
+    def __init__(self, code: grpc.StatusCode) -> None:
+        super().__init__(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details=code.name)
+
+
+END = object()
+
+
+class FakeStream:
+    def __init__(self) -> None:
+        self.messages: asyncio.Queue[Any] = asyncio.Queue()
+        self.cancelled = False
+
+    async def read(self) -> Any:
+        item = await self.messages.get()
+        if isinstance(item, Exception):
+            raise item
+        if item is END:
+            return grpc.aio.EOF
+        return item
+
+    def cancel(self) -> bool:
+        self.cancelled = True
+        return True
+
+    def send(self, *changes: tuple[int, int, bool]) -> None:
+        self.messages.put_nowait(
+            pet_service_pb2.WatchPetsResponse(
+                changes=[pet_service_pb2.PetChange(id=i, version=v, deleted=d) for i, v, d in changes]
+            )
+        )
+
+
+class Streams:
+    def __init__(self) -> None:
+        self.opened: list[FakeStream] = []
+        self.available: asyncio.Queue[FakeStream] = asyncio.Queue()
+
+    def open(self) -> FakeStream:
+        stream = FakeStream()
+        self.opened.append(stream)
+        self.available.put_nowait(stream)
+        return stream
+
+    async def next(self) -> FakeStream:
+        async with asyncio.timeout(5):
+            return await self.available.get()
+
+
+@pytest.fixture(autouse=True)
+def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pet_watch, "RETRY_SECONDS", (0.01,))
+    monkeypatch.setattr(pet_watch, "UNSUPPORTED_RETRY_SECONDS", 0.01)
+
+
+@pytest.fixture
+def cache() -> PetCache:
+    return PetCache(max_entries=100, max_bytes=1 << 20)
+
+
+@pytest.fixture
+async def streams(cache: PetCache) -> AsyncIterator[Streams]:
+    streams = Streams()
+    task = asyncio.create_task(PetWatcher(cache, streams.open, silence_seconds=0.3).run())
+    yield streams
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    assert not cache.live  # stopping forgets everything too
+
+
+async def until(condition: Any) -> None:
+    for _ in range(1000):  # 5 s
+        if condition():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("the condition never held")
+
+
+def fill(cache: PetCache, pet_id: int, version: int) -> None:
+    cache.end_fill(cache.begin_fill(pet_id), JSON, CachedPet(version, b"{}", f'"{version}"'))
+
+
+async def test_live_only_once_the_stream_says_so(cache: PetCache, streams: Streams) -> None:
+    stream = await streams.next()
+    await asyncio.sleep(0.02)
+    assert not cache.live
+    stream.send()
+    await until(lambda: cache.live)
+
+
+async def test_changes_drop_entries_in_order_and_out_of_order_ones_never_drop_newer(
+    cache: PetCache, streams: Streams
+) -> None:
+    stream = await streams.next()
+    stream.send()
+    await until(lambda: cache.live)
+    fill(cache, 1, 3)
+    fill(cache, 2, 5)
+    stream.send((2, 4, False))  # older than the entry: kept
+    stream.send((1, 4, False))
+    await until(lambda: cache.get(1, JSON) is None)
+    assert cache.get(2, JSON) is not None
+    stream.send((2, 0, True))
+    await until(lambda: cache.get(2, JSON) is None)
+
+
+@pytest.mark.parametrize(
+    "loss",
+    [Failure(grpc.StatusCode.UNAVAILABLE), END, "silence"],
+    ids=["error", "end of stream", "silence"],
+)
+async def test_any_loss_empties_the_cache_until_a_new_stream_is_live(
+    cache: PetCache, streams: Streams, loss: Any
+) -> None:
+    first = await streams.next()
+    first.send()
+    await until(lambda: cache.live)
+    fill(cache, 1, 1)
+    if loss != "silence":
+        first.messages.put_nowait(loss)
+    await until(lambda: not cache.live)
+    assert cache.get(1, JSON) is None
+    assert first.cancelled
+
+    second = await streams.next()
+    fill(cache, 1, 1)  # reads go through meanwhile, and nothing is kept
+    assert cache.size == (0, 0)
+    second.send()
+    await until(lambda: cache.live)
+    assert cache.get(1, JSON) is None  # nothing from before the loss
+
+
+async def test_a_service_that_cannot_stream_changes_is_read_through_and_asked_again(
+    cache: PetCache, streams: Streams
+) -> None:
+    first = await streams.next()
+    first.messages.put_nowait(Failure(grpc.StatusCode.FAILED_PRECONDITION))
+    second = await streams.next()
+    assert not cache.live
+    second.send()
+    await until(lambda: cache.live)
