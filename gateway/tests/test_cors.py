@@ -14,7 +14,14 @@ from .conftest import STATIC_KEY, Client, serve_gateway
 from .fakes import SESSION_SECRET, FakeBackend
 
 ORIGIN = "https://app.example.com"
-EXPOSED = {"X-Request-ID", "X-Next-Page-Token", "X-Rate-Limit", "X-Expires-After", "Retry-After"}
+EXPOSED = {
+    "X-Request-ID",
+    "X-Next-Page-Token",
+    "X-Rate-Limit",
+    "X-Expires-After",
+    "Retry-After",
+    "Idempotent-Replayed",
+}
 
 
 def _preflight(method: str, origin: str = ORIGIN) -> dict[str, str]:

@@ -86,6 +86,12 @@ VALID = [
     Call("POST", "/v2/store/order", "/v2/store/order", lambda: {"json": {"petId": 1}, "headers": KEY}),
     Call("GET", "/v2/store/order/{orderId}", "/v2/store/order/1", lambda: {"headers": KEY}),
     Call("DELETE", "/v2/store/order/{orderId}", "/v2/store/order/1", lambda: {"headers": KEY}),
+    Call(
+        "PUT",
+        "/v2/store/order/{orderId}",
+        "/v2/store/order/1",
+        lambda: {"json": {"status": "approved"}, "headers": KEY},
+    ),
     Call("POST", "/v2/user", "/v2/user", lambda: {"json": NEW_USER}),
     Call(
         "POST",
@@ -121,7 +127,9 @@ def _seed(backend: FakeBackend) -> None:
     backend.order.orders.clear()
     backend.user.users.clear()
     backend.pet.add(1, "Rex", tags=("cute",))
-    backend.order.orders[1] = order_pb2.Order(id=1, pet_id=1, quantity=1)
+    backend.order.orders[1] = order_pb2.Order(
+        id=1, pet_id=1, quantity=1, status=order_pb2.ORDER_STATUS_PLACED
+    )
     for user_id, name in ((1, "ann"), (2, "bob")):
         user = user_pb2.User(id=user_id, username=name, email=f"{name}@example.com")
         backend.user.users[name] = StoredUser(user, "pw")
@@ -158,7 +166,7 @@ async def test_without_an_api_key_secured_operations_are_401(
         for call in VALID
         if operations(documents["swagger"])[(call.method, call.route)].get("security") == [{"api_key": []}]
     ]
-    assert len(secured) == 12
+    assert len(secured) == 13
     for call in secured:
         headers = {k: v for k, v in call.kwargs().get("headers", {}).items() if k != "api_key"}
         response = await call.send(client, headers=headers)
@@ -189,7 +197,7 @@ async def test_a_body_of_the_wrong_type_is_415_and_too_large_413(
 ) -> None:
     _seed(backend)
     calls = _body_calls(documents)
-    assert len(calls) == 9
+    assert len(calls) == 10
     for call in calls:
         consumed = operations(documents["swagger"])[(call.method, call.route)]["consumes"]
         headers = {**call.kwargs().get("headers", {}), "Content-Type": "text/plain"}
@@ -229,6 +237,29 @@ BAD_INPUT: list[tuple[str, str, str, dict[str, Any], int]] = [
     ("POST", "/v2/pet", "/v2/pet", _json({"name": "Rex"}), 405),
     ("POST", "/v2/pet", "/v2/pet", _xml(b"<Pet><id>x</id></Pet>"), 405),
     ("POST", "/v2/pet", "/v2/pet", _json({**PET, "id": 1}), 409),
+    ("POST", "/v2/pet", "/v2/pet", {"json": PET, "headers": {**KEY, "Idempotency-Key": "busy"}}, 409),
+    ("POST", "/v2/pet", "/v2/pet", {"json": PET, "headers": {**KEY, "Idempotency-Key": "reused"}}, 422),
+    ("POST", "/v2/pet", "/v2/pet", {"json": PET, "headers": {**KEY, "Idempotency-Key": "a b"}}, 400),
+    (
+        "POST",
+        "/v2/store/order",
+        "/v2/store/order",
+        {"json": {"petId": 1}, "headers": {**KEY, "Idempotency-Key": ""}},
+        400,
+    ),
+    ("POST", "/v2/user", "/v2/user", {"json": NEW_USER, "headers": {"Idempotency-Key": "k" * 256}}, 400),
+    ("PUT", "/v2/store/order/{orderId}", "/v2/store/order/1", _json({"quantity": 2}), 400),
+    ("PUT", "/v2/store/order/{orderId}", "/v2/store/order/1", _json({"id": 2, "status": "approved"}), 400),
+    ("PUT", "/v2/store/order/{orderId}", "/v2/store/order/x", _json({"status": "approved"}), 400),
+    ("PUT", "/v2/store/order/{orderId}", "/v2/store/order/99", _json({"status": "approved"}), 404),
+    ("PUT", "/v2/store/order/{orderId}", "/v2/store/order/1", _json({"status": "delivered"}), 409),
+    (
+        "PUT",
+        "/v2/store/order/{orderId}",
+        "/v2/store/order/1",
+        {"json": {"status": "approved"}, "headers": AS_CAT},
+        403,
+    ),
     ("PUT", "/v2/pet", "/v2/pet", _json(PET), 405),
     ("PUT", "/v2/pet", "/v2/pet", _json({**PET, "id": 99}), 404),
     (

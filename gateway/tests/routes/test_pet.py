@@ -431,3 +431,40 @@ async def test_a_static_key_changes_the_catalogue_as_staff(client: Client, backe
 
     assert response.status == 200
     assert [c.kind for c in backend.pet.callers] == [callers.staff().kind]
+
+
+async def test_the_idempotency_key_goes_to_the_service_and_a_replay_says_so(
+    client: Client, backend: FakeBackend
+) -> None:
+    fresh = await client.post(
+        "/v2/pet", json={"name": "Rex", "photoUrls": []}, headers={**KEY, "Idempotency-Key": "k-1"}
+    )
+    replayed = await client.post(
+        "/v2/pet", json={"name": "Rex", "photoUrls": []}, headers={**KEY, "Idempotency-Key": "replay"}
+    )
+    plain = await client.post("/v2/pet", json={"name": "Rex", "photoUrls": []}, headers=KEY)
+
+    assert (fresh.status, replayed.status, plain.status) == (200, 200, 200)
+    assert "Idempotent-Replayed" not in fresh.headers
+    assert replayed.headers["Idempotent-Replayed"] == "true"
+    assert backend.pet.keys == ["k-1", "replay", ""]
+
+
+@WIRES
+@pytest.mark.parametrize(
+    ("key", "status", "message"),
+    [
+        ("reused", 422, "this Idempotency-Key was already used with a different request"),
+        ("busy", 409, "a request with this Idempotency-Key is still being processed; retry later"),
+        ("two words", 400, "Idempotency-Key must be 1 to 255 characters of visible ASCII"),
+        ("é", 400, "Idempotency-Key must be 1 to 255 characters of visible ASCII"),
+    ],
+)
+async def test_idempotency_refusals(
+    client: Client, backend: FakeBackend, wire: Wire, key: str, status: int, message: str
+) -> None:
+    body = wire.body("Pet", {"name": "Rex", "photoUrls": []})
+    response = await client.post(
+        "/v2/pet", data=body, headers=wire.headers(**KEY, **{"Idempotency-Key": key})
+    )
+    assert await error_of(wire, response) == (status, message)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from petstore_gateway.access import Access, access_of
+from petstore_gateway.idempotency import IDEMPOTENCY_KEY_HEADER, MAX_KEY_CHARS, REPLAYED_HEADER
 from petstore_gateway.middlewares import API_PREFIX
 from petstore_gateway.negotiation import OFFERED
 from petstore_gateway.params import (
@@ -347,6 +348,8 @@ class Operation:
     parameters: tuple[Json, ...] = ()
     consumes: tuple[str, ...] = ()
     description: str = ""
+    idempotent: bool = False
+    """Takes an Idempotency-Key (a create): its header, 409 and 422 are added by `_render`."""
 
 
 OPERATIONS: tuple[Operation, ...] = (
@@ -361,6 +364,7 @@ OPERATIONS: tuple[Operation, ...] = (
         (_body(ref("Pet"), "The pet to add; the store picks the id when none is given"),),
         BODY_MEDIA_TYPES,
         description=STAFF_ONLY_NOTE,
+        idempotent=True,
     ),
     Operation(
         "put",
@@ -532,6 +536,7 @@ OPERATIONS: tuple[Operation, ...] = (
         BODY_MEDIA_TYPES,
         description="An order placed with a customer's session belongs to that customer; "
         "one placed with a static key belongs to no customer.",
+        idempotent=True,
     ),
     Operation(
         "get",
@@ -556,6 +561,24 @@ OPERATIONS: tuple[Operation, ...] = (
         description=ORDERS_NOTE,
     ),
     Operation(
+        "put",
+        "/store/order/{orderId}",
+        "updateOrderStatus",
+        "store",
+        "Move an order on: placed to approved, approved to delivered",
+        _ok("successful operation: the order as stored", ref("Order")),
+        {
+            400: "Invalid ID, a body without a valid status, or a body id other than orderId",
+            403: "Only staff (a static api key) move orders on",
+            404: ORDER_NOT_FOUND,
+            409: "The order cannot move to this status from where it is (the message names the next one)",
+        },
+        (ORDER_ID, _body(ref("Order"), "An Order: only status is read (and id, which must be orderId)")),
+        BODY_MEDIA_TYPES,
+        description="Staff only. delivered also completes the order; asking for the status the order "
+        "already has changes nothing.",
+    ),
+    Operation(
         "post",
         "/user",
         "createUser",
@@ -567,6 +590,7 @@ OPERATIONS: tuple[Operation, ...] = (
         BODY_MEDIA_TYPES,
         description="Open to everyone: this is how one signs up. userStatus is staff-managed: "
         "it is kept only when a static key is sent, else the new user has 0.",
+        idempotent=True,
     ),
     Operation(
         "post",
@@ -583,6 +607,7 @@ OPERATIONS: tuple[Operation, ...] = (
         (_users_body(),),
         BODY_MEDIA_TYPES,
         description="Staff only.",
+        idempotent=True,
     ),
     Operation(
         "post",
@@ -599,6 +624,7 @@ OPERATIONS: tuple[Operation, ...] = (
         (_users_body(),),
         BODY_MEDIA_TYPES,
         description="Staff only.",
+        idempotent=True,
     ),
     Operation(
         "get",
@@ -724,14 +750,42 @@ def _derived_errors(op: Operation, max_body_bytes: int) -> dict[int, str]:
         errors[415] = f"Content-Type missing or not one of {', '.join(op.consumes)}"
     offered = ", ".join(t.content_type for t in OFFERED)
     errors[406] = f"Accept allows none of {offered} (the error is then JSON)"
+    if op.idempotent:
+        errors[409] = "A request with this Idempotency-Key is still being processed"
+        errors[422] = "This Idempotency-Key was already used with a different request"
     errors[429] = "Too many requests from this client, or a service at capacity: retry later"
     errors[503] = "A service is unavailable or did not answer in time"
     return errors
 
 
+IDEMPOTENCY_KEY: Json = {
+    "name": IDEMPOTENCY_KEY_HEADER,
+    "in": "header",
+    "description": "Makes retries safe: the same key with the same body within 24 hours has no second "
+    "effect and gets the first answer again. Keys are per caller.",
+    "required": False,
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_KEY_CHARS,
+    "pattern": "^[!-~]+$",
+}
+REPLAYED: Json = {
+    REPLAYED_HEADER: {
+        "type": "string",
+        "enum": ["true"],
+        "description": "This is the first answer to the key, again",
+    }
+}
+
+
 def _render(op: Operation, max_body_bytes: int) -> Json:
     errors = {**_derived_errors(op, max_body_bytes), **op.errors}
-    responses: Json = {"200": op.success}
+    if op.idempotent and 409 in op.errors:  # both conflicts share the status
+        errors[409] = f"{op.errors[409]}, or a request with this Idempotency-Key is still being processed"
+    success = op.success
+    if op.idempotent:
+        success = {**success, "headers": {**success.get("headers", {}), **REPLAYED}}
+    responses: Json = {"200": success}
     for status in sorted(errors):
         responses[str(status)] = {"description": errors[status], "schema": ref("ApiResponse")}
     responses["429"]["headers"] = {"Retry-After": _int32(minimum=1, description="Seconds to wait")}
@@ -743,6 +797,8 @@ def _render(op: Operation, max_body_bytes: int) -> Json:
         rendered["consumes"] = list(op.consumes)
     rendered["produces"] = list(BODY_MEDIA_TYPES)
     rendered["parameters"] = [dict(parameter) for parameter in op.parameters]
+    if op.idempotent:
+        rendered["parameters"].append(dict(IDEMPOTENCY_KEY))
     rendered["responses"] = responses
     access = access_of(op.method.upper(), API_PREFIX + op.path)
     if access is Access.REQUIRED:

@@ -12,6 +12,7 @@ from multidict import MultiDictProxy
 from petstore.pet.v1 import pet_pb2, pet_service_pb2
 from petstore_gateway.bodies import read_body, read_form, respond, respond_message, utf8_text
 from petstore_gateway.errors import ApiError
+from petstore_gateway.idempotency import KEY_REUSED_IS_422, idempotency_key, replay_headers
 from petstore_gateway.keys import CLIENTS, PRINCIPAL
 from petstore_gateway.params import (
     LIMIT_PARAM,
@@ -42,17 +43,18 @@ routes = web.RouteTableDef()
 
 @routes.post("/v2/pet")
 async def add_pet(request: web.Request) -> web.Response:
+    key = idempotency_key(request)
     pet = await read_body(
         request, PET, lambda value: pet_from_wire(value, require_id=False), invalid_status=405
     )
     reply = await call(
         request,
         request.app[CLIENTS].pet.CreatePet,
-        pet_service_pb2.CreatePetRequest(pet=pet, caller=request[PRINCIPAL].caller()),
+        pet_service_pb2.CreatePetRequest(pet=pet, caller=request[PRINCIPAL].caller(), idempotency_key=key),
         service=SERVICE,
-        overrides=INVALID_INPUT_IS_405,
+        overrides={**INVALID_INPUT_IS_405, **KEY_REUSED_IS_422},
     )
-    return respond(request, pet_to_wire(reply.pet), PET)
+    return respond(request, pet_to_wire(reply.pet), PET, headers=replay_headers(reply.idempotent_replay))
 
 
 @routes.put("/v2/pet")
