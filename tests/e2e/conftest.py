@@ -19,6 +19,7 @@ import pytest
 from aiohttp import ClientSession, ClientTimeout
 
 from petstore_devstack.stack import Stack
+from tests.e2e.callers import Cast, make_cast
 from tests.e2e.client import Api
 from tests.e2e.control import ComposeControl, ProcessControl, StackControl, compose_unavailable_reason
 
@@ -117,3 +118,9 @@ async def api(base_url: str) -> AsyncIterator[Api]:
 def unique() -> str:
     """A suffix that keeps each test's data apart from every other test's."""
     return uuid.uuid4().hex[:10]
+
+
+@pytest.fixture
+async def cast(api: Api, unique: str) -> Cast:
+    """Two customers, logged in, and a pet in the catalogue; staff is the static key."""
+    return await make_cast(api, unique)
