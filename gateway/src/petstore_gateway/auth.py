@@ -1,4 +1,6 @@
-"""The api_key check: static keys, or a session token from login that is still open.
+"""The credential check: static keys, or a session token from login that is still open.
+
+The credential comes from `api_key` or `Authorization: Bearer` (credentials.py).
 
 Session tokens are verified locally (HS256 only; exp, iat, sub and jti required). Whether the
 session was ended by logout is asked of the user service, and the answer is cached for
@@ -18,7 +20,6 @@ import jwt
 
 from petstore_gateway.errors import ApiError
 
-API_KEY_HEADER = "api_key"
 SESSION_CACHE_SECONDS = 2.0
 SESSION_CACHE_MAX_ENTRIES = 10_000
 SESSION_ALGORITHM = "HS256"
@@ -51,7 +52,7 @@ class SessionClaims:
 
 
 def missing_key() -> ApiError:
-    return ApiError(401, "api_key header is required for this operation")
+    return ApiError(401, "api_key header (or Authorization: Bearer) is required for this operation")
 
 
 class SessionCache:

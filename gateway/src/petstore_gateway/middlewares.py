@@ -11,10 +11,10 @@ from aiohttp.typedefs import Handler
 
 from petstore_common.request_context import current_request_id, sanitize_request_id
 from petstore_gateway.apidoc import DOCUMENT_ROUTES
-from petstore_gateway.auth import API_KEY_HEADER
 from petstore_gateway.bodies import error_response
 from petstore_gateway.client_address import FORWARDED_FOR_HEADER, client_address
 from petstore_gateway.cors import preflight_headers, response_headers
+from petstore_gateway.credentials import request_credential
 from petstore_gateway.errors import ApiError
 from petstore_gateway.keys import AUTHENTICATOR, METRICS, PRINCIPAL, RATE_LIMITS, RESPONSE_TYPE, SETTINGS
 from petstore_gateway.metrics import route_template
@@ -113,9 +113,10 @@ def _error(request: web.Request, status: int, message: str, headers: dict[str, s
 
 
 def client_identity(request: web.Request) -> str:
-    """Whose bucket a request spends: its api_key when genuine, else its address. Made-up keys
-    count against the address, so inventing keys buys no fresh buckets. (The limiter hashes it.)"""
-    api_key = request.headers.get(API_KEY_HEADER)
+    """Whose bucket a request spends: its credential (api_key or Bearer) when genuine, else its
+    address. Made-up keys count against the address, so inventing keys buys no fresh buckets.
+    (The limiter hashes it.)"""
+    api_key = request_credential(request)
     if api_key and request.app[AUTHENTICATOR].is_genuine(api_key):
         return f"key:{api_key}"
     forwarded_for = request.headers.get(FORWARDED_FOR_HEADER)
@@ -179,10 +180,12 @@ def needs_api_key(method: str, route: str) -> bool:
 
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Writes need a valid api_key (static key or open session); the principal goes on the request."""
+    """Writes need a valid credential (static key or open session, as api_key or Bearer); the
+    principal goes on the request. Conflicting credentials are 400 on every /v2 request."""
+    credential = request_credential(request) if request.path.startswith(API_PREFIX) else ""
     if request.match_info.http_exception is None and needs_api_key(request.method, route_template(request)):
         authenticator = request.app[AUTHENTICATOR]
-        request[PRINCIPAL] = await authenticator.authenticate(request.headers.get(API_KEY_HEADER))
+        request[PRINCIPAL] = await authenticator.authenticate(credential)
     return await handler(request)
 
 
