@@ -89,7 +89,7 @@ def test_the_http_limit_it_names_is_aiohttps(documents: dict[str, dict[str, Any]
 
 
 @DOCUMENTS
-def test_api_key_security_exactly_on_writes_other_than_sign_up(
+def test_api_key_or_bearer_security_exactly_on_writes_other_than_sign_up(
     documents: dict[str, dict[str, Any]], name: str
 ) -> None:
     document = documents[name]
@@ -97,10 +97,41 @@ def test_api_key_security_exactly_on_writes_other_than_sign_up(
     writes = {key for key in operations(document) if key[0] != "GET"}
     assert secured == writes - OPEN_WRITES
     for key in secured:
-        assert operations(document)[key]["security"] == [{"api_key": []}]
+        assert operations(document)[key]["security"] == [{"api_key": []}, {"bearer": []}]  # either
         assert 401 in statuses(document, *key)
-    schemes = document.get("securityDefinitions") or document["components"]["securitySchemes"]
-    assert schemes == {"api_key": {"type": "apiKey", "name": "api_key", "in": "header"}}
+
+
+def _without_descriptions(schemes: dict[str, Any]) -> dict[str, Any]:
+    return {name: {k: v for k, v in scheme.items() if k != "description"} for name, scheme in schemes.items()}
+
+
+def test_bearer_is_an_authorization_api_key_in_swagger_2(documents: dict[str, dict[str, Any]]) -> None:
+    """Swagger 2.0 has no bearer scheme: the closest honest form, its value prefixed "Bearer "."""
+    schemes = documents["swagger"]["securityDefinitions"]
+    assert _without_descriptions(schemes) == {
+        "api_key": {"type": "apiKey", "name": "api_key", "in": "header"},
+        "bearer": {"type": "apiKey", "name": "Authorization", "in": "header"},
+    }
+    assert "`Bearer <credential>`" in schemes["bearer"]["description"]
+
+
+def test_bearer_is_http_bearer_in_openapi_3(documents: dict[str, dict[str, Any]]) -> None:
+    schemes = documents["openapi"]["components"]["securitySchemes"]
+    assert _without_descriptions(schemes) == {
+        "api_key": {"type": "apiKey", "name": "api_key", "in": "header"},
+        "bearer": {"type": "http", "scheme": "bearer"},
+    }
+
+
+@DOCUMENTS
+def test_every_operation_documents_the_400_of_disagreeing_credentials(
+    documents: dict[str, dict[str, Any]], name: str
+) -> None:
+    for (method, route), operation in operations(documents[name]).items():
+        assert (
+            "api_key and Authorization: Bearer name different credentials"
+            in (operation["responses"]["400"]["description"])
+        ), (method, route)
 
 
 @DOCUMENTS

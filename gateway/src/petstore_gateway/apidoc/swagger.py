@@ -3,7 +3,9 @@
 This is the one source of truth: `openapi.py` derives the OpenAPI 3.0 document from it. What
 is derived rather than written down:
 
-- `security` (and the 401 answer) from `needs_api_key`, the rule the auth middleware applies;
+- `security` (and the 401 answer) from `needs_api_key`, the rule the auth middleware applies:
+  the credential as `api_key` or as `Authorization: Bearer`, either one;
+- 400 on every operation: a request whose two credential headers disagree;
 - 413 and 415 on every operation that reads a body or a form, and 406, 429 (with Retry-After)
   and 503 on every operation (all of them call a service).
 
@@ -36,6 +38,26 @@ BODY_MEDIA_TYPES = (JSON, XML)
 FORM = "application/x-www-form-urlencoded"
 MULTIPART = "multipart/form-data"
 API_KEY_SCHEME = "api_key"
+BEARER_SCHEME = "bearer"
+SECURITY = [{API_KEY_SCHEME: []}, {BEARER_SCHEME: []}]
+"""Either header will do (the alternatives of a security requirement)."""
+SECURITY_DEFINITIONS = {
+    API_KEY_SCHEME: {
+        "type": "apiKey",
+        "name": "api_key",
+        "in": "header",
+        "description": "A static key (PETSTORE_API_KEYS) or the session token GET /user/login returns.",
+    },
+    # Swagger 2.0 has no bearer scheme: the usual stand-in is an apiKey named Authorization,
+    # whose value a client prefixes with "Bearer " (openapi.py turns it into http bearer).
+    BEARER_SCHEME: {
+        "type": "apiKey",
+        "name": "Authorization",
+        "in": "header",
+        "description": "`Bearer <credential>`: the same static key or session token as api_key. "
+        "Send one of the two headers, or both with the same credential.",
+    },
+}
 
 _CONTROL = r"\x00-\x1f\x7f-\x9f"
 """Unicode category Cc: every service refuses these in its text fields."""
@@ -378,7 +400,8 @@ OPERATIONS: tuple[Operation, ...] = (
             {
                 "name": "status",
                 "in": "query",
-                "description": "Status values to match; repeat the parameter or separate values by commas",
+                "description": "Status values to match: repeat the parameter or separate values by "
+                "commas (status[]=a and status[0]=a are read too)",
                 "required": True,
                 "type": "array",
                 "minItems": 1,
@@ -401,7 +424,8 @@ OPERATIONS: tuple[Operation, ...] = (
             {
                 "name": "tags",
                 "in": "query",
-                "description": "Tag names to match (any of them); repeat the parameter or separate by commas",
+                "description": "Tag names to match (any of them): repeat the parameter or separate by "
+                "commas (tags[]=a and tags[0]=a are read too)",
                 "required": True,
                 "type": "array",
                 "minItems": 1,
@@ -623,12 +647,13 @@ OPERATIONS: tuple[Operation, ...] = (
             {
                 "name": "api_key",
                 "in": "header",
-                "description": "The session token to end; anything else is ignored",
+                "description": "The session token to end (or send it as Authorization: Bearer); "
+                "anything else is ignored",
                 "required": False,
                 "type": "string",
             },
         ),
-        description="Ends the session sent as api_key, if it is one; ok in every case.",
+        description="Ends the session sent as api_key or Bearer, if it is one; ok in every case.",
     ),
     Operation(
         "get",
@@ -675,13 +700,21 @@ OPERATIONS: tuple[Operation, ...] = (
 )
 
 
+CREDENTIAL_CONFLICT = "api_key and Authorization: Bearer name different credentials"
+
+
 def _derived_errors(op: Operation, max_body_bytes: int) -> dict[int, str]:
-    errors: dict[int, str] = {}
+    errors: dict[int, str] = {400: CREDENTIAL_CONFLICT}
     if needs_api_key(op.method.upper(), API_PREFIX + op.path):
-        errors[401] = "api_key missing, unknown, expired or logged out"
+        errors[401] = "Credential (api_key or Bearer) missing, unknown, expired or logged out"
     if op.consumes:
         errors[413] = f"Request body larger than {max_body_bytes} bytes"
-        errors[415] = f"Content-Type missing or not one of {', '.join(op.consumes)}"
+        if JSON in op.consumes:
+            errors[415] = (
+                f"Content-Type not one of {', '.join(op.consumes)} (a body without one is read as JSON)"
+            )
+        else:
+            errors[415] = f"Content-Type missing or not one of {', '.join(op.consumes)}"
     offered = ", ".join(t.content_type for t in OFFERED)
     errors[406] = f"Accept allows none of {offered} (the error is then JSON)"
     errors[429] = "Too many requests from this client, or a service at capacity: retry later"
@@ -691,6 +724,8 @@ def _derived_errors(op: Operation, max_body_bytes: int) -> dict[int, str]:
 
 def _render(op: Operation, max_body_bytes: int) -> Json:
     errors = {**_derived_errors(op, max_body_bytes), **op.errors}
+    if 400 in op.errors:
+        errors[400] = f"{op.errors[400]}; or {CREDENTIAL_CONFLICT}"
     responses: Json = {"200": op.success}
     for status in sorted(errors):
         responses[str(status)] = {"description": errors[status], "schema": ref("ApiResponse")}
@@ -705,7 +740,7 @@ def _render(op: Operation, max_body_bytes: int) -> Json:
     rendered["parameters"] = [dict(parameter) for parameter in op.parameters]
     rendered["responses"] = responses
     if needs_api_key(op.method.upper(), API_PREFIX + op.path):
-        rendered["security"] = [{API_KEY_SCHEME: []}]
+        rendered["security"] = [{name: list(scopes) for name, scopes in r.items()} for r in SECURITY]
     return rendered
 
 
@@ -715,7 +750,10 @@ services.
 
 - JSON or XML both ways: choose the answer with `Accept`, declare a body with `Content-Type`.
 - Every write needs the `api_key` header (a static key, or the token `GET /user/login` returns) \
-except `POST /user`; every read is open.
+except `POST /user`; every read is open. `Authorization: Bearer <the same credential>` works \
+wherever `api_key` does; two headers naming different credentials are a 400.
+- A body without `Content-Type` is read as JSON. Array query parameters may be repeated \
+(`status=a&status=b`), comma-separated (`status=a,b`) or indexed (`status[]=a`, `status[0]=a`).
 - Every error has one shape, an ApiResponse `{code, type: "error", message}`, except for requests \
 the HTTP server cannot read at all: a request line (method, path and query) or a header longer \
 than 8190 bytes is refused before it reaches the API, with a plain-text 400.
@@ -737,6 +775,6 @@ def build_swagger(*, max_body_bytes: int) -> Json:
             {"name": "user", "description": "Accounts and sessions"},
         ],
         "paths": paths,
-        "securityDefinitions": {API_KEY_SCHEME: {"type": "apiKey", "name": "api_key", "in": "header"}},
+        "securityDefinitions": {name: dict(scheme) for name, scheme in SECURITY_DEFINITIONS.items()},
         "definitions": definitions(),
     }
