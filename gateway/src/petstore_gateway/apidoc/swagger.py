@@ -39,7 +39,7 @@ FORM = "application/x-www-form-urlencoded"
 MULTIPART = "multipart/form-data"
 API_KEY_SCHEME = "api_key"
 BEARER_SCHEME = "bearer"
-SECURITY = [{API_KEY_SCHEME: []}, {BEARER_SCHEME: []}]
+SECURITY: list[dict[str, list[str]]] = [{API_KEY_SCHEME: []}, {BEARER_SCHEME: []}]
 """Either header will do (the alternatives of a security requirement)."""
 SECURITY_DEFINITIONS = {
     API_KEY_SCHEME: {
