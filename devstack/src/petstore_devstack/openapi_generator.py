@@ -75,6 +75,7 @@ def ensure_jar(cache_dir: Path = CACHE_DIR, *, url: str = JAR_URL, sha256: str =
     if found != sha256:
         partial.unlink()
         raise ValueError(f"{url} has SHA-256 {found}, not the pinned {sha256}")
+    partial.chmod(0o644)  # a temporary file is private; the cached jar is an ordinary one
     partial.replace(jar)  # atomic: a cached jar is always a whole, verified one
     return jar
 
