@@ -119,7 +119,7 @@ async def test_every_v2_route_answers_a_preflight(client: Client) -> None:
             assert _listed(response.headers["Access-Control-Allow-Methods"]) == _listed(
                 response.headers["Allow"]
             )
-            assert {"api_key", "Content-Type", "X-Request-ID"} <= _listed(
+            assert {"api_key", "Authorization", "Content-Type", "X-Request-ID"} <= _listed(
                 response.headers["Access-Control-Allow-Headers"]
             )
             assert int(response.headers["Access-Control-Max-Age"]) > 0

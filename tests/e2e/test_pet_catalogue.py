@@ -20,7 +20,7 @@ FORMATS = [JSON, XML]
 FORM = "application/x-www-form-urlencoded"
 STATUS_REQUIRED = "status is required: one or more of available, pending, sold"
 STATUS_INVALID = "status must be one of available, pending, sold"
-NO_KEY = "api_key header is required for this operation"
+NO_KEY = "api_key header (or Authorization: Bearer) is required for this operation"
 MEBIBYTE = 1024 * 1024
 
 

@@ -1,6 +1,7 @@
 """Authentication: who is calling. A static key is staff, an open session from login is that
 customer, no credential is anonymous. What each of them may do is decided by the service that
 owns the resource, from the `Caller` this gateway puts in every request (`Principal.caller`).
+The credential comes from `api_key` or `Authorization: Bearer` (credentials.py).
 
 Session tokens are verified locally (HS256 only; exp, iat, sub and jti required). Whether the
 session was ended by logout is asked of the user service, and the answer is cached for
@@ -22,7 +23,6 @@ import jwt
 from petstore.auth.v1 import caller_pb2
 from petstore_gateway.errors import ApiError
 
-API_KEY_HEADER = "api_key"
 SESSION_CACHE_SECONDS = 2.0
 SESSION_CACHE_MAX_ENTRIES = 10_000
 SESSION_ALGORITHM = "HS256"
@@ -77,7 +77,7 @@ class SessionClaims:
 
 
 def missing_key() -> ApiError:
-    return ApiError(401, "api_key header is required for this operation")
+    return ApiError(401, "api_key header (or Authorization: Bearer) is required for this operation")
 
 
 class SessionCache:

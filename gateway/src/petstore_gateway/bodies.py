@@ -11,7 +11,13 @@ from multidict import MultiDict, MultiDictProxy
 
 from petstore_gateway.errors import ApiError
 from petstore_gateway.keys import RESPONSE_TYPE
-from petstore_gateway.negotiation import JSON_RESPONSE, ResponseType, body_format, media_type_of
+from petstore_gateway.negotiation import (
+    JSON_RESPONSE,
+    BodyFormat,
+    ResponseType,
+    body_format,
+    media_type_of,
+)
 from petstore_gateway.representations.api_response import API_RESPONSE, api_response, error_body
 from petstore_gateway.representations.shapes import (
     Document,
@@ -35,12 +41,16 @@ async def read_body(
 ) -> T:
     """Parse the body as `document` and convert it.
 
-    400 when absent or unparseable, 415 for a missing or unsupported Content-Type, 413 when
-    larger than the limit, and `invalid_status` when it parses but has the wrong shape.
+    400 when absent or unparseable, 415 for an unsupported Content-Type, 413 when larger than
+    the limit, and `invalid_status` when it parses but has the wrong shape. A body without a
+    Content-Type is read as JSON: generated clients send one so wherever the classic
+    description lists no media type.
     """
     if not request.body_exists:
         raise ApiError(400, "a request body is required")
-    fmt = body_format(request.headers.get("Content-Type"))
+    declared = request.headers.get("Content-Type")
+    undeclared = not media_type_of(declared)
+    fmt = BodyFormat.JSON if undeclared else body_format(declared)
     try:
         raw = await request.read()  # raises 413 past client_max_size, chunked or not
     except web.RequestPayloadError:  # e.g. a Content-Encoding the bytes do not follow
@@ -50,6 +60,10 @@ async def read_body(
     try:
         return convert(decode(raw, fmt, document))
     except MalformedBody as exc:
+        if undeclared:
+            raise ApiError(
+                400, f"{exc}; a body without Content-Type is read as JSON (declare application/xml for XML)"
+            ) from None
         raise ApiError(400, str(exc)) from None
     except InvalidRepresentation as exc:
         raise ApiError(invalid_status, str(exc)) from None

@@ -164,7 +164,8 @@ async def test_without_an_api_key_secured_operations_are_401(
     secured = [
         call
         for call in VALID
-        if operations(documents["swagger"])[(call.method, call.route)].get("security") == [{"api_key": []}]
+        if operations(documents["swagger"])[(call.method, call.route)].get("security")
+        == [{"api_key": []}, {"bearer": []}]
     ]
     assert len(secured) == 13
     for call in secured:
@@ -172,6 +173,30 @@ async def test_without_an_api_key_secured_operations_are_401(
         response = await call.send(client, headers=headers)
         assert response.status == 401, call.route
         _assert_documented(documents, call, 401)
+
+
+async def test_every_call_takes_its_credential_as_bearer_too(client: Client, backend: FakeBackend) -> None:
+    moved = 0
+    for call in VALID:
+        _seed(backend)
+        headers = dict(call.kwargs().get("headers", {}))
+        if "api_key" in headers:
+            headers["Authorization"] = f"Bearer {headers.pop('api_key')}"
+            moved += 1
+        response = await call.send(client, headers=headers)
+        assert response.status == 200, (call.route, await response.text())
+    assert moved == 14  # the thirteen operations that need a key, and logout
+
+
+async def test_credentials_that_disagree_are_400_everywhere(
+    client: Client, backend: FakeBackend, documents: dict[str, dict[str, Any]]
+) -> None:
+    _seed(backend)
+    for call in VALID:
+        headers = {**call.kwargs().get("headers", {}), "api_key": STATIC_KEY, "Authorization": "Bearer other"}
+        response = await call.send(client, headers=headers)
+        assert response.status == 400, call.route
+        _assert_documented(documents, call, 400)
 
 
 async def test_an_accept_we_cannot_meet_is_406_everywhere(

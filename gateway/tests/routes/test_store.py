@@ -176,7 +176,10 @@ async def test_every_order_call_names_its_caller(client: Client, backend: FakeBa
 async def test_reading_an_order_anonymously_is_401(client: Client, backend: FakeBackend, wire: Wire) -> None:
     backend.order.orders[4] = order_pb2.Order(id=4, pet_id=9, quantity=1)
     response = await client.get("/v2/store/order/4", headers={"Accept": wire.value})
-    assert await error_of(wire, response) == (401, "api_key header is required for this operation")
+    assert await error_of(wire, response) == (
+        401,
+        "api_key header (or Authorization: Bearer) is required for this operation",
+    )
     assert backend.order.callers == []
 
 

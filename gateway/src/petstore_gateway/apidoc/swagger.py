@@ -3,7 +3,9 @@
 This is the one source of truth: `openapi.py` derives the OpenAPI 3.0 document from it. What
 is derived rather than written down:
 
-- `security` (and the 401 answer) from `access_of`, the rule the auth middleware applies;
+- `security` (and the 401 answer) from `access_of`, the rule the auth middleware applies:
+  the credential as `api_key` or as `Authorization: Bearer`, either one;
+- 400 on every operation: a request whose two credential headers disagree;
 - 413 and 415 on every operation that reads a body or a form, and 406, 429 (with Retry-After)
   and 503 on every operation (all of them call a service).
 
@@ -38,6 +40,26 @@ BODY_MEDIA_TYPES = (JSON, XML)
 FORM = "application/x-www-form-urlencoded"
 MULTIPART = "multipart/form-data"
 API_KEY_SCHEME = "api_key"
+BEARER_SCHEME = "bearer"
+SECURITY: list[dict[str, list[str]]] = [{API_KEY_SCHEME: []}, {BEARER_SCHEME: []}]
+"""Either header will do (the alternatives of a security requirement)."""
+SECURITY_DEFINITIONS = {
+    API_KEY_SCHEME: {
+        "type": "apiKey",
+        "name": "api_key",
+        "in": "header",
+        "description": "A static key (PETSTORE_API_KEYS) or the session token GET /user/login returns.",
+    },
+    # Swagger 2.0 has no bearer scheme: the usual stand-in is an apiKey named Authorization,
+    # whose value a client prefixes with "Bearer " (openapi.py turns it into http bearer).
+    BEARER_SCHEME: {
+        "type": "apiKey",
+        "name": "Authorization",
+        "in": "header",
+        "description": "`Bearer <credential>`: the same static key or session token as api_key. "
+        "Send one of the two headers, or both with the same credential.",
+    },
+}
 
 _CONTROL = r"\x00-\x1f\x7f-\x9f"
 """Unicode category Cc: every service refuses these in its text fields."""
@@ -395,7 +417,8 @@ OPERATIONS: tuple[Operation, ...] = (
             {
                 "name": "status",
                 "in": "query",
-                "description": "Status values to match; repeat the parameter or separate values by commas",
+                "description": "Status values to match: repeat the parameter or separate values by "
+                "commas (status[]=a and status[0]=a are read too)",
                 "required": True,
                 "type": "array",
                 "minItems": 1,
@@ -418,7 +441,8 @@ OPERATIONS: tuple[Operation, ...] = (
             {
                 "name": "tags",
                 "in": "query",
-                "description": "Tag names to match (any of them); repeat the parameter or separate by commas",
+                "description": "Tag names to match (any of them): repeat the parameter or separate by "
+                "commas (tags[]=a and tags[0]=a are read too)",
                 "required": True,
                 "type": "array",
                 "minItems": 1,
@@ -683,12 +707,13 @@ OPERATIONS: tuple[Operation, ...] = (
             {
                 "name": "api_key",
                 "in": "header",
-                "description": "The session token to end; anything else is ignored",
+                "description": "The session token to end (or send it as Authorization: Bearer); "
+                "anything else is ignored",
                 "required": False,
                 "type": "string",
             },
         ),
-        description="Ends the session sent as api_key, if it is one; ok in every case.",
+        description="Ends the session sent as api_key or Bearer, if it is one; ok in every case.",
     ),
     Operation(
         "get",
@@ -738,16 +763,26 @@ OPERATIONS: tuple[Operation, ...] = (
 )
 
 
+CREDENTIAL_CONFLICT = "api_key and Authorization: Bearer name different credentials"
+
+
 def _derived_errors(op: Operation, max_body_bytes: int) -> dict[int, str]:
-    errors: dict[int, str] = {}
+    errors: dict[int, str] = {400: CREDENTIAL_CONFLICT}
     access = access_of(op.method.upper(), API_PREFIX + op.path)
     if access is Access.REQUIRED:
-        errors[401] = "api_key missing, unknown, expired or logged out"
+        errors[401] = "Credential (api_key or Bearer) missing, unknown, expired or logged out"
     elif access is Access.OPTIONAL:
-        errors[401] = "api_key sent but unknown, expired or logged out (it may be left out)"
+        errors[401] = (
+            "Credential (api_key or Bearer) sent but unknown, expired or logged out (it may be left out)"
+        )
     if op.consumes:
         errors[413] = f"Request body larger than {max_body_bytes} bytes"
-        errors[415] = f"Content-Type missing or not one of {', '.join(op.consumes)}"
+        if JSON in op.consumes:
+            errors[415] = (
+                f"Content-Type not one of {', '.join(op.consumes)} (a body without one is read as JSON)"
+            )
+        else:
+            errors[415] = f"Content-Type missing or not one of {', '.join(op.consumes)}"
     offered = ", ".join(t.content_type for t in OFFERED)
     errors[406] = f"Accept allows none of {offered} (the error is then JSON)"
     if op.idempotent:
@@ -780,6 +815,8 @@ REPLAYED: Json = {
 
 def _render(op: Operation, max_body_bytes: int) -> Json:
     errors = {**_derived_errors(op, max_body_bytes), **op.errors}
+    if 400 in op.errors:
+        errors[400] = f"{op.errors[400]}; or {CREDENTIAL_CONFLICT}"
     if op.idempotent and 409 in op.errors:  # both conflicts share the status
         errors[409] = f"{op.errors[409]}, or a request with this Idempotency-Key is still being processed"
     success = op.success
@@ -801,10 +838,10 @@ def _render(op: Operation, max_body_bytes: int) -> Json:
         rendered["parameters"].append(dict(IDEMPOTENCY_KEY))
     rendered["responses"] = responses
     access = access_of(op.method.upper(), API_PREFIX + op.path)
-    if access is Access.REQUIRED:
-        rendered["security"] = [{API_KEY_SCHEME: []}]
-    elif access is Access.OPTIONAL:
-        rendered["security"] = [{API_KEY_SCHEME: []}, {}]  # {}: no credential is fine too
+    if access is not Access.OPEN:
+        rendered["security"] = [{name: list(scopes) for name, scopes in r.items()} for r in SECURITY]
+        if access is Access.OPTIONAL:
+            rendered["security"].append({})  # {}: no credential is fine too
     return rendered
 
 
@@ -816,7 +853,11 @@ services.
 - Callers: a static `api_key` is staff; the token `GET /user/login` returns, sent as `api_key`, \
 is that customer; no key is anonymous. Anyone reads the catalogue and signs up; only staff \
 change the catalogue; a customer places orders and sees and deletes only its own, and reads and \
-changes only its own account (others' accounts show their id and username only).
+changes only its own account (others' accounts show their id and username only). \
+`Authorization: Bearer <the same credential>` works wherever `api_key` does; two headers naming \
+different credentials are a 400.
+- A body without `Content-Type` is read as JSON. Array query parameters may be repeated \
+(`status=a&status=b`), comma-separated (`status=a,b`) or indexed (`status[]=a`, `status[0]=a`).
 - Every error has one shape, an ApiResponse `{code, type: "error", message}`, except for requests \
 the HTTP server cannot read at all: a request line (method, path and query) or a header longer \
 than 8190 bytes is refused before it reaches the API, with a plain-text 400.
@@ -838,6 +879,6 @@ def build_swagger(*, max_body_bytes: int) -> Json:
             {"name": "user", "description": "Accounts and sessions"},
         ],
         "paths": paths,
-        "securityDefinitions": {API_KEY_SCHEME: {"type": "apiKey", "name": "api_key", "in": "header"}},
+        "securityDefinitions": {name: dict(scheme) for name, scheme in SECURITY_DEFINITIONS.items()},
         "definitions": definitions(),
     }

@@ -20,7 +20,7 @@ from petstore_gateway.params import (
     PAGE_TOKEN_PARAM,
     parse_id,
     parse_limit,
-    split_values,
+    query_values,
 )
 from petstore_gateway.representations.pet import (
     PET,
@@ -82,7 +82,7 @@ async def _list_pets(request: web.Request, query: pet_service_pb2.ListPetsReques
 
 @routes.get("/v2/pet/findByStatus")
 async def find_pets_by_status(request: web.Request) -> web.Response:
-    names = split_values(request.query.getall("status", []))
+    names = query_values(request.query, "status")
     if not names:
         raise ApiError(400, f"status is required: one or more of {', '.join(PET_STATUSES)}")
     try:
@@ -94,7 +94,7 @@ async def find_pets_by_status(request: web.Request) -> web.Response:
 
 @routes.get("/v2/pet/findByTags")
 async def find_pets_by_tags(request: web.Request) -> web.Response:
-    tags = split_values(request.query.getall("tags", []))
+    tags = query_values(request.query, "tags")
     if not tags:
         raise ApiError(400, "tags is required: one or more tag names")
     return await _list_pets(request, pet_service_pb2.ListPetsRequest(tag_names=tags))

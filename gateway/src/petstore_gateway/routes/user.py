@@ -5,8 +5,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from petstore.user.v1 import user_service_pb2
-from petstore_gateway.auth import API_KEY_HEADER
 from petstore_gateway.bodies import read_body, respond, respond_message
+from petstore_gateway.credentials import request_credential
 from petstore_gateway.errors import ApiError
 from petstore_gateway.idempotency import KEY_REUSED_IS_422, idempotency_key, replay_headers
 from petstore_gateway.keys import AUTHENTICATOR, CLIENTS, METRICS, PRINCIPAL, RATE_LIMITS
@@ -101,8 +101,8 @@ async def login(request: web.Request) -> web.Response:
 
 @routes.get("/v2/user/logout")
 async def logout(request: web.Request) -> web.Response:
-    """Ends the session sent as api_key, if it is one; "ok" in every case."""
-    token = request.headers.get(API_KEY_HEADER, "")
+    """Ends the session sent as api_key or Bearer, if it is one; "ok" in every case."""
+    token = request_credential(request)
     authenticator = request.app[AUTHENTICATOR]
     if token.count(".") == 2:
         try:
