@@ -82,6 +82,9 @@ class ServiceSettings:
     """RPCs served at once before new ones get RESOURCE_EXHAUSTED."""
     metrics_port: int
     """Port of the Prometheus /metrics listener; 0 turns it off."""
+    max_connection_age_seconds: float = 30.0
+    """Clients are asked to reconnect after this long (GOAWAY), so they re-resolve the
+    service's name and spread onto replicas that started since; 0 turns it off."""
 
     @classmethod
     def from_env(
@@ -103,4 +106,5 @@ class ServiceSettings:
             grace_seconds=env_float(env, "GRACE_SECONDS", 10.0),
             max_concurrent_rpcs=env_int(env, "MAX_CONCURRENT_RPCS", 256, minimum=1),
             metrics_port=env_int(env, "METRICS_PORT", default_metrics_port),
+            max_connection_age_seconds=env_float(env, "GRPC_MAX_CONNECTION_AGE_SECONDS", 30.0),
         )
