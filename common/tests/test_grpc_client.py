@@ -39,7 +39,9 @@ class Replica:
             await asyncio.sleep(0.02)  # long enough for calls to overlap a stop
             return self.name.encode()
 
-        handlers = {"Who": grpc.unary_unary_rpc_method_handler(who)}
+        handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
+            "Who": grpc.unary_unary_rpc_method_handler(who)
+        }
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
 
     async def start(self, env: dict[str, str]) -> int:
