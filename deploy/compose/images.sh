@@ -109,15 +109,23 @@ build_ferretdb_image() {
   context="$(mktemp -d)"
   cp "$binary" "$context/ferretdb"
   cp deploy/compose/ferretdb.Dockerfile "$context/Dockerfile"
-  docker build -q --build-arg "BASE_IMAGE=$PYTHON_IMAGE" -t "$FERRETDB_IMAGE" "$context" >/dev/null ||
+  docker build -q --build-arg "BASE_IMAGE=$PYTHON_IMAGE" -t "$FERRETDB_IMAGE" "$context" \
+    >/dev/null 2>"$BASE_CACHE/ferretdb-build.err" || {
+    cat "$BASE_CACHE/ferretdb-build.err" >&2
     die "could not build $FERRETDB_IMAGE"
+  }
   rm -rf "$context"
   say "$FERRETDB_IMAGE is built (FerretDB $FERRETDB_VERSION on SQLite) as the MongoDB stand-in"
 }
 
 mkdir -p "$BASE_CACHE"
 if present "$PYTHON_IMAGE"; then
-  say "$PYTHON_IMAGE is present"
+  description="$(docker image inspect -f '{{index .Config.Labels "org.opencontainers.image.description"}}' "$PYTHON_IMAGE" 2>/dev/null || true)"
+  if [[ "$description" == stand-in* ]]; then
+    say "$PYTHON_IMAGE is present: the local $description (built by an earlier run)"
+  else
+    say "$PYTHON_IMAGE is present"
+  fi
 elif pulled "$PYTHON_IMAGE"; then
   say "pulled $PYTHON_IMAGE"
 else
