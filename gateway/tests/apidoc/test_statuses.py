@@ -16,6 +16,7 @@ import aiohttp
 import grpc
 import jwt
 import pytest
+from grpc_health.v1 import health, health_pb2_grpc
 
 from petstore.order.v1 import order_pb2
 from petstore.user.v1 import user_pb2
@@ -430,12 +431,17 @@ async def test_bad_input_gets_a_documented_status(
 
 
 class _Refuse(grpc.GenericRpcHandler):
-    """Answers every method of every service with one status."""
+    """Answers every method of the petstore services with one status. The health service is
+    left to a real servicer: the gateway's channels watch it (client-side health checking)
+    and would otherwise never send a call at all."""
 
     def __init__(self, code: grpc.StatusCode) -> None:
         self.code = code
 
-    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler[Any, Any]:
+    def service(self, call: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler[Any, Any] | None:
+        if call.method.startswith("/grpc.health.v1.Health/"):
+            return None
+
         async def refuse(request: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
             await context.abort(self.code, "refused")
 
@@ -457,6 +463,7 @@ def refusal(request: pytest.FixtureRequest) -> grpc.StatusCode:
 @pytest.fixture
 async def refused(settings: GatewaySettings, refusal: grpc.StatusCode) -> AsyncIterator[Client]:
     server = grpc.aio.server()
+    health_pb2_grpc.add_HealthServicer_to_server(health.aio.HealthServicer(), server)
     server.add_generic_rpc_handlers([_Refuse(refusal)])
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
