@@ -5,7 +5,8 @@
 #   1. kustomize renders every folder of deploy/k8s/base and both overlays
 #   2. the renders pass `kubernetes-validate --strict` for each version in K8S_VERSIONS
 #   3. docker-compose.yml matches the Compose Specification schema (vendored) and
-#      `docker compose config -q` accepts it with the secrets set, and refuses it without
+#      `docker compose config -q` accepts it with the secrets set (alone and with the FerretDB
+#      override of deploy/compose), and refuses it without
 #   4. hadolint on the four Dockerfiles (.hadolint.yaml if present)
 #   5. pytest deploy/tests: policy tests on the rendered manifests, compose file, Dockerfiles
 #
@@ -19,11 +20,6 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 VENV="${VENV:-$ROOT/.venv}"
-TOOLS="$ROOT/.cache/deploy-tools"
-# Pinned tool versions for the fallbacks. kustomize: the one embedded in kubectl 1.32.
-KUSTOMIZE_VERSION="v5.5.0"
-# Compose v5.6.0 is the newest release whose go.mod accepts Go 1.26.8 (the toolchain here).
-COMPOSE_VERSION="v5.6.0"
 # Oldest Kubernetes we support (native preStop sleep is on by default from 1.30) and the
 # newest schema bundled with kubernetes-validate.
 K8S_VERSIONS=(1.30.0 1.37.0)
@@ -52,19 +48,8 @@ for tool in python hadolint kubernetes-validate check-jsonschema; do
 done
 
 # ---- tools ----------------------------------------------------------------------------------
-go_build_tool() { # module version package output [ldflags]: build a Go tool from its module
-  local module=$1 version=$2 package=$3 output=$4 ldflags=${5:-}
-  command -v go >/dev/null || return 1
-  local dir
-  # `go install pkg@version` refuses modules with replace/exclude directives (Compose has
-  # them), so download the module and build inside it as the main module.
-  dir=$(GOTOOLCHAIN=local GOFLAGS=-mod=mod go mod download -json "$module@$version" |
-    "$VENV/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["Dir"])') || return 1
-  mkdir -p "$(dirname "$output")"
-  (cd "$dir" && GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0 \
-    go build -trimpath -ldflags "$ldflags" -o "$output.tmp" "./$package") || return 1
-  mv "$output.tmp" "$output"
-}
+# shellcheck source=deploy/tools.sh
+source "$ROOT/deploy/tools.sh"
 
 KUSTOMIZE=()
 if command -v kubectl >/dev/null && kubectl kustomize --help >/dev/null 2>&1; then
@@ -79,21 +64,7 @@ else
   KUSTOMIZE=("$bin" build)
 fi
 
-COMPOSE=()
-if docker compose version >/dev/null 2>&1; then
-  COMPOSE=(docker compose)
-elif command -v docker-compose >/dev/null && [[ "$(docker-compose version --short 2>/dev/null)" =~ ^v?[2-9] ]]; then
-  COMPOSE=(docker-compose) # a standalone Compose v2+ (v1 predates the Compose Specification)
-else
-  bin="$TOOLS/docker-compose-$COMPOSE_VERSION"
-  if [[ ! -x "$bin" ]]; then
-    echo "no Docker Compose v2+: building Compose $COMPOSE_VERSION into $TOOLS (once, a few minutes)"
-    go_build_tool github.com/docker/compose/v5 "$COMPOSE_VERSION" cmd "$bin" \
-      "-X github.com/docker/compose/v5/internal.Version=$COMPOSE_VERSION" ||
-      die "Docker Compose is not available and could not be built with Go"
-  fi
-  COMPOSE=("$bin")
-fi
+find_compose || die "Docker Compose is not available and could not be built with Go"
 echo "kustomize: ${KUSTOMIZE[*]}"
 echo "compose:   ${COMPOSE[*]} ($("${COMPOSE[@]}" version --short 2>/dev/null || echo '?'))"
 
@@ -132,6 +103,11 @@ env -u PETSTORE_SESSION_SECRET -u PETSTORE_API_KEYS \
   "${COMPOSE[@]}" --env-file "$OUT/empty.env" -f docker-compose.yml config -q ||
   die "\`compose config\` rejects docker-compose.yml"
 ok "compose config -q (placeholder secrets)"
+env -u PETSTORE_SESSION_SECRET -u PETSTORE_API_KEYS \
+  PETSTORE_SESSION_SECRET=placeholder-secret-placeholder-secret-0123 PETSTORE_API_KEYS=placeholder-key \
+  "${COMPOSE[@]}" --env-file "$OUT/empty.env" -f docker-compose.yml -f deploy/compose/ferretdb.yml config -q ||
+  die "\`compose config\` rejects docker-compose.yml with deploy/compose/ferretdb.yml"
+ok "compose config -q with the FerretDB override"
 if env -u PETSTORE_SESSION_SECRET -u PETSTORE_API_KEYS \
   "${COMPOSE[@]}" --env-file "$OUT/empty.env" -f docker-compose.yml config -q 2>/dev/null; then
   die "docker-compose.yml renders without PETSTORE_SESSION_SECRET/PETSTORE_API_KEYS: secrets must be required"

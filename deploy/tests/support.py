@@ -28,6 +28,13 @@ APPS = ("gateway", *SERVICES)
 Doc = dict[str, Any]
 
 
+class ComposeLoader(yaml.SafeLoader):
+    """The safe loader, plus Compose's `!reset` tag (an override file drops what the base set)."""
+
+
+ComposeLoader.add_constructor("!reset", lambda loader, node: None)
+
+
 def kustomize_command() -> list[str] | None:
     given = os.environ.get("PETSTORE_KUSTOMIZE", "").strip()
     if given:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import re
 
-from .support import SERVICES, Doc
+import yaml
+
+from petstore_devstack.ferretdb import VERSION as FERRETDB_VERSION
+
+from .support import REPO, SERVICES, ComposeLoader, Doc
 
 SECRET_VARS = ("PETSTORE_SESSION_SECRET", "PETSTORE_API_KEYS")
 REQUIRED = re.compile(r"^\$\{(?P<name>[A-Z_]+):\?[^}]+\}$")
@@ -87,3 +91,35 @@ def test_only_the_gateway_publishes_a_port(compose: Doc) -> None:
     published = {name for name, service in compose["services"].items() if service.get("ports")}
     assert published == {"gateway"}
     assert compose["services"]["gateway"]["ports"] == ["${GATEWAY_PUBLISH:-127.0.0.1:8080}:8080"]
+
+
+def test_grpc_services_run_two_replicas_reached_by_dns_round_robin(compose: Doc) -> None:
+    """Docker's DNS answers a service name with every replica; callers use dns:/// targets."""
+    for name in SERVICES:
+        service = compose["services"][name]
+        assert service["deploy"]["replicas"] == 2, name
+        assert "container_name" not in service, name  # would forbid a second replica
+        age = service["environment"]["GRPC_MAX_CONNECTION_AGE_SECONDS"]
+        assert age == "${GRPC_MAX_CONNECTION_AGE_SECONDS:-30}", name
+    ports = {"PET_SERVICE_ADDR": 50051, "ORDER_SERVICE_ADDR": 50052, "USER_SERVICE_ADDR": 50053}
+    gateway = compose["services"]["gateway"]["environment"]
+    order = compose["services"]["order-service"]["environment"]
+    for env, names in ((gateway, ports), (order, {"PET_SERVICE_ADDR": 50051})):
+        for var, port in names.items():
+            service = var.removesuffix("_SERVICE_ADDR").lower() + "-service"
+            assert env[var] == f"dns:///{service}:{port}", var
+
+
+def test_ferretdb_override_replaces_the_database_only() -> None:
+    """deploy/compose/ferretdb.yml: the mongo service and the services' connection strings."""
+    with (REPO / "deploy" / "compose" / "ferretdb.yml").open() as handle:
+        override = yaml.load(handle, ComposeLoader)  # noqa: S506 - a safe loader plus !reset
+    mongo = override["services"]["mongo"]
+    assert mongo["image"] == f"petstore/ferretdb-standin:{FERRETDB_VERSION}"
+    assert "command" in mongo
+    assert mongo["command"] is None  # !reset: the image's own command, not mongod's
+    assert mongo["healthcheck"]["test"][0] == "CMD"
+    for name, database in DATABASES.items():
+        assert set(override["services"][name]) == {"environment"}, name
+        uri = override["services"][name]["environment"]["MONGODB_URI"]
+        assert uri == f"mongodb://mongo:27017/{database}", uri  # FerretDB has no replica set

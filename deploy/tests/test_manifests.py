@@ -12,6 +12,7 @@ from .support import (
     OVERLAYS,
     REPO,
     SERVICES,
+    ComposeLoader,
     Doc,
     containers,
     name_of,
@@ -192,7 +193,7 @@ def test_no_secret_manifests_or_generators_in_git() -> None:
     for path in sorted((REPO / "deploy").rglob("*.y*ml")):
         text = path.read_text()
         assert "secretGenerator" not in text, path
-        for doc in yaml.safe_load_all(text):
+        for doc in yaml.load_all(text, ComposeLoader):  # safe, plus Compose's !reset
             if isinstance(doc, dict) and doc.get("kind") == "Secret":
                 assert not doc.get("data"), f"Secret with data in {path}"
                 assert not doc.get("stringData"), f"Secret with data in {path}"
@@ -278,8 +279,30 @@ def test_service_addresses_point_at_services_in_the_render(overlays: dict[str, l
             gateway["USER_SERVICE_ADDR"],
             order["PET_SERVICE_ADDR"],
         ):
-            host, port = addr.rsplit(":", 1)
+            # dns:///: the channel resolves every pod behind the (headless) name.
+            assert addr.startswith("dns:///"), addr
+            host, port = addr.removeprefix("dns:///").rsplit(":", 1)
             assert int(port) in services[host], addr
+
+
+@pytest.mark.parametrize("render", [f"base/{app}" for app in SERVICES] + [f"overlays/{o}" for o in OVERLAYS])
+def test_grpc_services_are_headless(render: str) -> None:
+    """A ClusterIP would pin each client's one HTTP/2 connection to one pod: the name must
+    resolve to every ready pod, for the clients' round_robin policy to spread calls."""
+    grpc_services = [s for s in of_kind(rendered(render), "Service") if name_of(s) in SERVICES]
+    assert grpc_services
+    for service in grpc_services:
+        assert service["spec"].get("clusterIP") == "None", name_of(service)
+        # Only ready pods resolve: one that stops or loses its database leaves the rotation.
+        assert not service["spec"].get("publishNotReadyAddresses"), name_of(service)
+
+
+@pytest.mark.parametrize("app", SERVICES)
+def test_grpc_servers_age_their_connections(app: str) -> None:
+    """Clients reconnect and re-resolve now and then, so pods the HPA adds get calls."""
+    docs = rendered(f"base/{app}")
+    (deployment,) = of_kind(docs, "Deployment")
+    assert float(_config_of(docs, deployment)["GRPC_MAX_CONNECTION_AGE_SECONDS"]) > 0
 
 
 def test_kustomization_files_list_only_existing_files() -> None:

@@ -48,6 +48,18 @@ class RequestIdRecorder(grpc.aio.ServerInterceptor):
 LOSE_STREAM = object()
 """Put on a watcher's queue to end its stream with UNAVAILABLE."""
 
+IDEMPOTENCY_SCRIPT = {
+    "reused": (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "this Idempotency-Key was already used with a different request",
+    ),
+    "busy": (
+        grpc.StatusCode.ABORTED,
+        "a request with this Idempotency-Key is still being processed; retry later",
+    ),
+}
+"""Keys for which the fake pet service answers as the real one would in those cases."""
+
 
 class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
     """Pets in a dict, with versions. WatchPets is FAILED_PRECONDITION (no change streams)
@@ -62,6 +74,8 @@ class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
         self.last_list: pet_service_pb2.ListPetsRequest | None = None
         self.callers: list[caller_pb2.Caller] = []
         """The caller of every change, in order."""
+        self.keys: list[str] = []
+        """The idempotency key of every create, in order."""
         self._next_id = 1000
 
     def add(
@@ -120,6 +134,10 @@ class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
         self.callers.append(request.caller)
         if request.caller.kind != caller_pb2.CALLER_KIND_STAFF:
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, "only staff may change the catalogue")
+        self.keys.append(request.idempotency_key)
+        scripted = IDEMPOTENCY_SCRIPT.get(request.idempotency_key)
+        if scripted is not None:
+            await context.abort(*scripted)
         pet = pet_pb2.Pet()
         pet.CopyFrom(request.pet)
         if not pet.name:
@@ -133,7 +151,9 @@ class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
         pet.version = 1
         self.pets[pet.id] = pet
         self.publish(pet.id, 1)
-        return pet_service_pb2.CreatePetResponse(pet=pet)
+        return pet_service_pb2.CreatePetResponse(
+            pet=pet, idempotent_replay=request.idempotency_key == "replay"
+        )
 
     async def UpdatePet(
         self, request: pet_service_pb2.UpdatePetRequest, context: Context
@@ -258,6 +278,21 @@ class FakeOrderService(order_service_pb2_grpc.OrderServiceServicer):
         if self.orders.pop(request.id, None) is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"order {request.id} not found")
         return order_service_pb2.DeleteOrderResponse()
+
+    async def UpdateOrderStatus(
+        self, request: order_service_pb2.UpdateOrderStatusRequest, context: Context
+    ) -> order_service_pb2.UpdateOrderStatusResponse:
+        """Staff only; placed may become approved, nothing else (enough for the gateway's tests)."""
+        self.callers.append(request.caller)
+        if request.caller.kind != caller_pb2.CALLER_KIND_STAFF:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, "only staff may move an order on")
+        order = self.orders.get(request.id)
+        if order is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"order {request.id} not found")
+        if (order.status, request.status) != (order_pb2.ORDER_STATUS_PLACED, order_pb2.ORDER_STATUS_APPROVED):
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"order {request.id} cannot move there")
+        order.status = request.status
+        return order_service_pb2.UpdateOrderStatusResponse(order=order)
 
 
 @dataclass

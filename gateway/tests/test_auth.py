@@ -4,7 +4,7 @@ import jwt
 import pytest
 
 from petstore.auth.v1 import caller_pb2
-from petstore_gateway.auth import ANONYMOUS, STAFF, Authenticator, Principal, customer
+from petstore_gateway.auth import ANONYMOUS, Authenticator, Principal, customer, key_id, staff
 from petstore_gateway.errors import ApiError
 
 from .fakes import SESSION_SECRET, issue_token
@@ -51,8 +51,9 @@ def open_session(sessions: Sessions, **kwargs: object) -> str:
 async def test_static_keys_are_accepted_without_asking_the_user_service(
     authenticator: Authenticator, sessions: Sessions
 ) -> None:
-    assert await authenticator.authenticate("second-key") == STAFF
-    assert STAFF.is_staff
+    principal = await authenticator.authenticate("second-key")
+    assert principal == staff(key_id(b"second-key"))
+    assert principal.is_staff
     assert sessions.calls == 0
 
 
@@ -181,6 +182,17 @@ async def test_genuine_keys_are_static_keys_and_our_live_session_tokens(
 
 
 def test_each_principal_tells_the_services_exactly_its_kind() -> None:
-    assert STAFF.caller() == caller_pb2.Caller(kind=caller_pb2.CALLER_KIND_STAFF)
+    assert staff("k1").caller() == caller_pb2.Caller(kind=caller_pb2.CALLER_KIND_STAFF, staff_key_id="k1")
     assert ANONYMOUS.caller() == caller_pb2.Caller(kind=caller_pb2.CALLER_KIND_ANONYMOUS)
     assert customer(9, "bob").caller() == caller_pb2.Caller(kind=caller_pb2.CALLER_KIND_CUSTOMER, user_id=9)
+
+
+async def test_each_static_key_is_a_staff_caller_of_its_own_named_without_the_key(
+    authenticator: Authenticator,
+) -> None:
+    first = (await authenticator.authenticate("first-key")).caller()
+    second = (await authenticator.authenticate("second-key")).caller()
+
+    assert first.staff_key_id != second.staff_key_id
+    assert len(first.staff_key_id) == 16
+    assert "first-key" not in str(first)

@@ -14,7 +14,14 @@ from .conftest import STATIC_KEY, Client, serve_gateway
 from .fakes import SESSION_SECRET, FakeBackend
 
 ORIGIN = "https://app.example.com"
-EXPOSED = {"X-Request-ID", "X-Next-Page-Token", "X-Rate-Limit", "X-Expires-After", "Retry-After"}
+EXPOSED = {
+    "X-Request-ID",
+    "X-Next-Page-Token",
+    "X-Rate-Limit",
+    "X-Expires-After",
+    "Retry-After",
+    "Idempotent-Replayed",
+}
 
 
 def _preflight(method: str, origin: str = ORIGIN) -> dict[str, str]:
@@ -112,7 +119,7 @@ async def test_every_v2_route_answers_a_preflight(client: Client) -> None:
             assert _listed(response.headers["Access-Control-Allow-Methods"]) == _listed(
                 response.headers["Allow"]
             )
-            assert {"api_key", "Content-Type", "X-Request-ID"} <= _listed(
+            assert {"api_key", "Authorization", "Content-Type", "X-Request-ID"} <= _listed(
                 response.headers["Access-Control-Allow-Headers"]
             )
             assert int(response.headers["Access-Control-Max-Age"]) > 0

@@ -10,7 +10,8 @@ from petstore_gateway.errors import api_error_from_rpc, http_status_for
     ("code", "status"),
     [
         (grpc.StatusCode.INVALID_ARGUMENT, 400),
-        (grpc.StatusCode.FAILED_PRECONDITION, 400),
+        (grpc.StatusCode.FAILED_PRECONDITION, 409),
+        (grpc.StatusCode.ABORTED, 409),
         (grpc.StatusCode.OUT_OF_RANGE, 400),
         (grpc.StatusCode.UNAUTHENTICATED, 401),
         (grpc.StatusCode.PERMISSION_DENIED, 403),

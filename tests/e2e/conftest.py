@@ -4,7 +4,9 @@ Two modes, chosen by PETSTORE_E2E_MODE:
 - `process` (default, what `make test` runs): the stack as local processes, on MONGODB_URI
   when one is given (`make test` starts FerretDB), else on the embedded store;
 - `compose` (`make e2e-compose`): docker-compose.yml built and started through pytest-docker,
-  with MongoDB; skipped with the reason when this machine has no Docker engine with compose.
+  with MongoDB (or FerretDB where no MongoDB image exists), two replicas of each gRPC
+  service; run by hand without a Docker engine and compose it is skipped with the reason,
+  under CI it fails.
 The same tests run in both; `control` stops and starts one service in either.
 """
 
@@ -19,6 +21,7 @@ import pytest
 from aiohttp import ClientSession, ClientTimeout
 
 from petstore_devstack.stack import Stack
+from tests.e2e.callers import Cast, make_cast
 from tests.e2e.client import Api
 from tests.e2e.control import ComposeControl, ProcessControl, StackControl, compose_unavailable_reason
 
@@ -57,16 +60,25 @@ def process_control(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proces
 
 
 # --- compose mode: pytest-docker's fixtures, pointed at the repository's compose file ------
+# `make e2e-compose` (deploy/compose/e2e.sh) sets PETSTORE_COMPOSE (the compose command),
+# COMPOSE_FILE (docker-compose.yml, plus the FerretDB override where no MongoDB image exists)
+# and PETSTORE_COMPOSE_PROJECT; run by hand, the defaults are `docker compose` and the file.
 
 
 @pytest.fixture(scope="session")
-def docker_compose_file() -> str:
-    return str(REPO_ROOT / "docker-compose.yml")
+def docker_compose_command() -> str:
+    return os.environ.get("PETSTORE_COMPOSE", "") or "docker compose"
+
+
+@pytest.fixture(scope="session")
+def docker_compose_file() -> list[str]:
+    files = [name for name in os.environ.get("COMPOSE_FILE", "").split(os.pathsep) if name]
+    return files or [str(REPO_ROOT / "docker-compose.yml")]
 
 
 @pytest.fixture(scope="session")
 def docker_compose_project_name() -> str:
-    return f"petstore-e2e-{uuid.uuid4().hex[:8]}"
+    return os.environ.get("PETSTORE_COMPOSE_PROJECT", "") or f"petstore-e2e-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture(scope="session")
@@ -81,10 +93,14 @@ def docker_cleanup() -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def compose_control(request: pytest.FixtureRequest, docker_compose_project_name: str) -> ComposeControl:
-    reason = compose_unavailable_reason()
+def compose_control(
+    request: pytest.FixtureRequest, docker_compose_command: str, docker_compose_project_name: str
+) -> ComposeControl:
+    reason = compose_unavailable_reason(docker_compose_command)
     if reason:
-        pytest.skip(f"compose mode skipped: {reason}")
+        if os.environ.get("CI"):
+            pytest.fail(f"compose mode cannot run under CI: {reason} (`make e2e-compose` provides both)")
+        pytest.skip(f"compose mode skipped: {reason} (`make e2e-compose` provides an engine and compose)")
     # The compose file refuses to start without its two secrets; these exist for this run only.
     os.environ.setdefault("PETSTORE_API_KEYS", STATIC_KEY)
     os.environ.setdefault("PETSTORE_SESSION_SECRET", uuid.uuid4().hex + uuid.uuid4().hex)
@@ -92,8 +108,9 @@ def compose_control(request: pytest.FixtureRequest, docker_compose_project_name:
     for name, value in E2E_ENV.items():
         os.environ.setdefault(name, value)
     request.getfixturevalue("docker_services")  # builds, starts and, at the end, removes the stack
-    host_port = os.environ["GATEWAY_PUBLISH"].rsplit(":", 1)[1]
-    return ComposeControl(f"http://127.0.0.1:{host_port}/v2", docker_compose_project_name)
+    host, port = os.environ["GATEWAY_PUBLISH"].rsplit(":", 1)
+    assert host.startswith("127."), "the tests send traffic only to 127.0.0.0/8"
+    return ComposeControl(f"http://{host}:{port}/v2", docker_compose_project_name)
 
 
 # --- what the tests use ---------------------------------------------------------------------
@@ -117,3 +134,9 @@ async def api(base_url: str) -> AsyncIterator[Api]:
 def unique() -> str:
     """A suffix that keeps each test's data apart from every other test's."""
     return uuid.uuid4().hex[:10]
+
+
+@pytest.fixture
+async def cast(api: Api, unique: str) -> Cast:
+    """Two customers, logged in, and a pet in the catalogue; staff is the static key."""
+    return await make_cast(api, unique)

@@ -3,6 +3,7 @@ compose containers, so fault scenarios run the same way in both modes."""
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 import time
@@ -44,12 +45,15 @@ class ProcessControl:
 
 @dataclass
 class ComposeControl:
-    """Containers of the compose project, through the Docker SDK."""
+    """Containers of the compose project, through the Docker SDK. A service may run several
+    replicas: stopping the service stops all of them."""
 
     base_url: str
     project: str
 
-    def _container(self, name: str) -> Any:  # the Docker SDK ships no type hints
+    def containers(self, service: str) -> list[Any]:  # the Docker SDK ships no type hints
+        """Every container (running or not) of a compose service ("pet-service", "mongo"),
+        in replica order."""
         import docker  # only compose mode needs an engine
 
         client = docker.from_env()
@@ -58,34 +62,43 @@ class ComposeControl:
             filters={
                 "label": [
                     f"com.docker.compose.project={self.project}",
-                    f"com.docker.compose.service={name}-service",
+                    f"com.docker.compose.service={service}",
                 ]
             },
         )
-        assert found, f"no container for {name}-service in compose project {self.project}"
-        return found[0]
+        assert found, f"no container for {service} in compose project {self.project}"
+        return sorted(found, key=lambda c: int(c.labels.get("com.docker.compose.container-number", "0")))
 
     def stop_service(self, name: str) -> None:
-        self._container(name).stop(timeout=30)
+        for container in self.containers(f"{name}-service"):
+            container.stop(timeout=30)
 
     def start_service(self, name: str) -> None:
-        container = self._container(name)
-        container.start()
-        deadline = time.monotonic() + HEALTHY_TIMEOUT_SECONDS
-        while time.monotonic() < deadline:
-            container.reload()
-            if container.attrs["State"].get("Health", {}).get("Status") == "healthy":
+        for container in self.containers(f"{name}-service"):
+            container.start()
+            wait_until_serving(container)
+
+
+def wait_until_serving(container: Any, timeout: float = HEALTHY_TIMEOUT_SECONDS) -> None:
+    """Return once the container's own health check command passes, run now rather than at
+    Docker's next interval (gRPC health SERVING for a service, /livez for the gateway)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        container.reload()
+        if container.status == "running":
+            command = container.attrs["Config"].get("Healthcheck", {}).get("Test", [])
+            if command[:1] == ["CMD"] and container.exec_run(command[1:]).exit_code == 0:
                 return
-            time.sleep(0.5)
-        raise TimeoutError(f"{name}-service not healthy after {HEALTHY_TIMEOUT_SECONDS}s")
+        time.sleep(0.2)
+    raise TimeoutError(f"{container.name} not serving after {timeout}s")
 
 
-def compose_unavailable_reason() -> str:
-    """Why compose mode cannot run here, or "" when a Docker engine with compose answers."""
+def compose_unavailable_reason(compose_command: str = "docker compose") -> str:
+    """Why compose mode cannot run here, or "" when a Docker engine and compose answer."""
     if shutil.which("docker") is None:
         return "no docker CLI on PATH"
     for argv, what in (
-        (["docker", "compose", "version"], "the docker CLI has no compose plugin"),
+        ([*shlex.split(compose_command), "version"], f"`{compose_command}` does not work"),
         (["docker", "info"], "no Docker engine answers"),
     ):
         try:

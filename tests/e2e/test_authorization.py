@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from tests.e2e.client import JSON, XML, Api, Reply, parse, to_xml
+from tests.e2e.callers import Cast, as_, keys
+from tests.e2e.client import JSON, XML, Api, Reply, parse
 from tests.e2e.test_pet_catalogue import NO_KEY, failure, image_form, success_message
 from tests.e2e.test_pets import a_pet
 from tests.e2e.test_user_accounts import users_body
@@ -22,56 +22,6 @@ STAFF_ONLY = "only staff may change the catalogue"
 NOT_THE_USER = "only staff or the user itself may change this user"
 BULK_STAFF_ONLY = "only staff may create users in bulk"
 PUBLIC_FIELDS = {"id", "username"}
-
-
-@dataclass
-class Customer:
-    username: str
-    user_id: int
-    token: str
-
-
-@dataclass
-class Cast:
-    """Two customers and a pet in the catalogue; staff is the static key."""
-
-    ann: Customer
-    bob: Customer
-    pet: dict[str, Any]
-
-
-async def sign_up(api: Api, unique: str, name: str) -> Customer:
-    user = a_user(f"{unique}{name}")
-    reply = await api.send("POST", "/user", user, JSON, key=False)
-    assert reply.status == 200, reply.text
-    return Customer(user["username"], int(reply.json["message"]), await login(api, user["username"]))
-
-
-@pytest.fixture
-async def cast(api: Api, unique: str) -> Cast:
-    pet = parse(await api.send("POST", "/pet", a_pet(unique), JSON), JSON)
-    return Cast(await sign_up(api, unique, "ann"), await sign_up(api, unique, "bob"), pet)
-
-
-def body(payload: Any, fmt: str, root: str) -> str:
-    return json.dumps(payload) if fmt == JSON else to_xml(payload, root)
-
-
-async def as_(
-    api: Api, key: str | None, method: str, path: str, fmt: str, payload: Any = None, root: str = ""
-) -> Reply:
-    return await api.call(
-        method,
-        path,
-        body=None if payload is None else body(payload, fmt, root),
-        content_type=None if payload is None else fmt,
-        accept=fmt,
-        api_key=key,
-    )
-
-
-def keys(api: Api, cast: Cast) -> dict[str, str | None]:
-    return {"anonymous": None, "customer": cast.ann.token, "staff": api.static_key}
 
 
 # --- the catalogue: anyone reads, only staff change ------------------------------------------

@@ -426,7 +426,10 @@ def encoding_cases() -> Iterable[Case]:
         key=True,
         allowed=(400, 415),
     )
-    yield Case("no-content-type", "POST", "/pet", fine, None, key=True, allowed=(415,))
+    yield Case("no-content-type", "POST", "/pet", fine, None, key=True, allowed=(200,))  # read as JSON
+    yield Case(
+        "no-content-type-xml", "POST", "/pet", b"<Pet><name>x</name></Pet>", None, key=True, allowed=(400,)
+    )
     yield Case("text-plain", "POST", "/pet", fine, "text/plain", key=True, allowed=(415,))
     yield Case(
         "two-content-types",

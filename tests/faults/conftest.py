@@ -1,13 +1,18 @@
-"""Fault tests: each module starts a stack of its own, because these tests kill parts of it."""
+"""Fault tests: each module starts a stack of its own, because these tests kill parts of it.
+containers/ holds the same faults against the compose stack's containers: only
+`make e2e-compose` (PETSTORE_E2E_MODE=compose) collects it."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from aiohttp import ClientSession, ClientTimeout, TCPConnector
+
+collect_ignore = [] if os.environ.get("PETSTORE_E2E_MODE") == "compose" else ["containers"]
 
 STATIC_KEY = "fault-static-key-0123456789"
 GRPC_TIMEOUT_SECONDS = 2.0

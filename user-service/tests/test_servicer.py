@@ -615,3 +615,42 @@ async def test_nobody_but_staff_and_the_user_changes_or_deletes_it(
     with fails(PERMISSION_DENIED, denied):
         await stub.DeleteUser(user_service_pb2.DeleteUserRequest(caller=who, username="zed"), timeout=5)
     assert await get(stub, "ann") == ann
+
+
+def keyed_sign_up(
+    user: user_pb2.User, key: str = "k1", password: str = PASSWORD
+) -> user_service_pb2.CreateUserRequest:
+    return user_service_pb2.CreateUserRequest(
+        user=user, password=password, caller=callers.anonymous(), idempotency_key=key
+    )
+
+
+async def test_a_retried_sign_up_replays_the_first_user(stub: UserServiceAsyncStub) -> None:
+    first = await stub.CreateUser(keyed_sign_up(a_user()), timeout=5)
+    again = await stub.CreateUser(keyed_sign_up(a_user()), timeout=5)
+
+    assert (again.user, again.idempotent_replay, first.idempotent_replay) == (first.user, True, False)
+
+
+async def test_a_sign_up_key_reused_with_another_password_is_refused(stub: UserServiceAsyncStub) -> None:
+    await stub.CreateUser(keyed_sign_up(a_user()), timeout=5)
+
+    with fails(
+        grpc.StatusCode.FAILED_PRECONDITION, "this Idempotency-Key was already used with a different request"
+    ):
+        await stub.CreateUser(keyed_sign_up(a_user(), password="another secret"), timeout=5)
+
+
+async def test_twelve_racing_bulk_twins_create_the_users_once(stub: UserServiceAsyncStub) -> None:
+    request = user_service_pb2.CreateUsersRequest(
+        caller=STAFF, users=[a_create(a_user(name)) for name in ("ann", "bob")], idempotency_key="batch-1"
+    )
+
+    replies = await asyncio.gather(
+        *(stub.CreateUsers(request, timeout=10) for _ in range(12)), return_exceptions=True
+    )
+
+    done = [r for r in replies if isinstance(r, user_service_pb2.CreateUsersResponse)]
+    assert len({tuple(u.id for u in r.users) for r in done}) == 1
+    assert all(r.code() == grpc.StatusCode.ABORTED for r in replies if isinstance(r, grpc.aio.AioRpcError))
+    assert (await get(stub, "bob")).id == done[0].users[1].id

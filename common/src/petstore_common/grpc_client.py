@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -10,9 +11,24 @@ from grpc_health.v1 import health_pb2
 
 from petstore_common.request_context import NO_REQUEST_ID, REQUEST_ID_METADATA_KEY, current_request_id
 
+# Every address the target's name resolves to (dns:///pet-service:50051: each replica
+# behind a headless Service or compose's DNS) gets a connection, and calls take turns
+# (round_robin; gRPC's default, pick_first, would send all of them to one replica). Client-side
+# health checking (grpc.health.v1 Watch) takes a replica out of the turn the moment it reports
+# NOT_SERVING, which a service does on SIGTERM before it stops: replicas restart one at a
+# time without a failed call.
+SERVICE_CONFIG = {
+    "loadBalancingConfig": [{"round_robin": {}}],
+    "healthCheckConfig": {"serviceName": ""},
+}
+
 # A restarted service is reached again within about a second instead of gRPC's default
 # exponential backoff of up to two minutes.
-CHANNEL_OPTIONS: tuple[tuple[str, int], ...] = (
+CHANNEL_OPTIONS: tuple[tuple[str, int | str], ...] = (
+    ("grpc.service_config", json.dumps(SERVICE_CONFIG)),
+    # A replica that comes back under a new address is found at the next failure's
+    # re-resolution within a second, not gRPC's default of at most one look-up per 30 s.
+    ("grpc.dns_min_time_between_resolutions_ms", 1000),
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
@@ -45,7 +61,8 @@ class RequestIdClientInterceptor(grpc.aio.UnaryUnaryClientInterceptor):
 
 
 def create_channel(target: str) -> grpc.aio.Channel:
-    """An insecure channel to `target` (host:port) for in-cluster traffic."""
+    """An insecure channel to `target` (host:port, or dns:///host:port for every address
+    the name resolves to) for in-cluster traffic."""
     return grpc.aio.insecure_channel(
         target, options=list(CHANNEL_OPTIONS), interceptors=[RequestIdClientInterceptor()]
     )

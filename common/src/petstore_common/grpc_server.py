@@ -30,6 +30,9 @@ from petstore_common.tracing import configure_tracing
 log = logging.getLogger(__name__)
 
 HEALTH_CHECK_INTERVAL_SECONDS = 2.0
+MAX_CONNECTION_AGE_GRACE_SECONDS = 10.0
+"""How long an aged-out connection keeps serving the calls already on it: longer than any
+caller's deadline (the gateway's is 5 s), so no call is cut by a connection ageing."""
 
 RPC_HANDLED = Counter(
     "grpc_server_handled_total", "RPCs completed, by method and status code.", ["grpc_method", "grpc_code"]
@@ -140,12 +143,25 @@ class RunningService:
         await self.server.stop(grace)
 
 
+def server_options(settings: ServiceSettings) -> list[tuple[str, int]]:
+    """Channel arguments of the server. A maximum connection age makes clients reconnect now
+    and then: each time they re-resolve the service's name (every replica behind a headless
+    Service or compose's DNS) and their round_robin policy reaches replicas that are new."""
+    options = [("grpc.so_reuseport", 0)]
+    if settings.max_connection_age_seconds > 0:
+        options += [
+            ("grpc.max_connection_age_ms", int(settings.max_connection_age_seconds * 1000)),
+            ("grpc.max_connection_age_grace_ms", int(MAX_CONNECTION_AGE_GRACE_SECONDS * 1000)),
+        ]
+    return options
+
+
 async def start_service(definition: ServiceDefinition, settings: ServiceSettings) -> RunningService:
     """Start serving `definition` on settings.listen_addr (port 0 picks one); returns the port."""
     server = grpc.aio.server(
         interceptors=[RequestInterceptor()],
         maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
-        options=[("grpc.so_reuseport", 0)],
+        options=server_options(settings),
     )
     definition.register(server)
     health_servicer = health.aio.HealthServicer()

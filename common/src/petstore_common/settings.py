@@ -84,6 +84,9 @@ class ServiceSettings:
     """Port of the Prometheus /metrics listener; 0 turns it off."""
     idempotency_ttl_seconds: float = 24 * 3600.0
     """How long an Idempotency-Key is remembered after its first request."""
+    max_connection_age_seconds: float = 30.0
+    """Clients are asked to reconnect after this long (GOAWAY), so they re-resolve the
+    service's name and spread onto replicas that started since; 0 turns it off."""
 
     @classmethod
     def from_env(
@@ -106,4 +109,5 @@ class ServiceSettings:
             max_concurrent_rpcs=env_int(env, "MAX_CONCURRENT_RPCS", 256, minimum=1),
             metrics_port=env_int(env, "METRICS_PORT", default_metrics_port),
             idempotency_ttl_seconds=env_float(env, "IDEMPOTENCY_TTL_SECONDS", 24 * 3600.0),
+            max_connection_age_seconds=env_float(env, "GRPC_MAX_CONNECTION_AGE_SECONDS", 30.0),
         )

@@ -1,6 +1,7 @@
 """Authentication: who is calling. A static key is staff, an open session from login is that
 customer, no credential is anonymous. What each of them may do is decided by the service that
 owns the resource, from the `Caller` this gateway puts in every request (`Principal.caller`).
+The credential comes from `api_key` or `Authorization: Bearer` (credentials.py).
 
 Session tokens are verified locally (HS256 only; exp, iat, sub and jti required). Whether the
 session was ended by logout is asked of the user service, and the answer is cached for
@@ -10,6 +11,7 @@ another gateway replica within that bound.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import time
 from collections import OrderedDict
@@ -21,7 +23,6 @@ import jwt
 from petstore.auth.v1 import caller_pb2
 from petstore_gateway.errors import ApiError
 
-API_KEY_HEADER = "api_key"
 SESSION_CACHE_SECONDS = 2.0
 SESSION_CACHE_MAX_ENTRIES = 10_000
 SESSION_ALGORITHM = "HS256"
@@ -38,6 +39,8 @@ class Principal:
     user_id: int | None = None
     username: str | None = None
     session_id: str | None = None
+    staff_key_id: str = ""
+    """Which static key: a digest of it, so each key has its own idempotency keys."""
 
     @property
     def is_staff(self) -> bool:
@@ -46,12 +49,20 @@ class Principal:
     def caller(self) -> caller_pb2.Caller:
         """The caller as the services receive it: nothing but what was authenticated here."""
         if self.user_id is None:
-            return caller_pb2.Caller(kind=self.kind)
+            return caller_pb2.Caller(kind=self.kind, staff_key_id=self.staff_key_id)
         return caller_pb2.Caller(kind=self.kind, user_id=self.user_id)
 
 
-STAFF = Principal(caller_pb2.CALLER_KIND_STAFF)
 ANONYMOUS = Principal(caller_pb2.CALLER_KIND_ANONYMOUS)
+
+
+def staff(key_id: str) -> Principal:
+    return Principal(caller_pb2.CALLER_KIND_STAFF, staff_key_id=key_id)
+
+
+def key_id(key: bytes) -> str:
+    """A stable name for a static key that does not reveal it."""
+    return hashlib.sha256(b"petstore static key\0" + key).hexdigest()[:16]
 
 
 def customer(user_id: int, username: str = "", session_id: str | None = None) -> Principal:
@@ -66,7 +77,7 @@ class SessionClaims:
 
 
 def missing_key() -> ApiError:
-    return ApiError(401, "api_key header is required for this operation")
+    return ApiError(401, "api_key header (or Authorization: Bearer) is required for this operation")
 
 
 class SessionCache:
@@ -106,16 +117,21 @@ class Authenticator:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._static_keys = tuple(key.encode() for key in static_keys)
+        self._staff = tuple(staff(key_id(key)) for key in self._static_keys)
         self._secret = session_secret
         self._check_session = check_session
         self._cache = SessionCache(cache_seconds, SESSION_CACHE_MAX_ENTRIES, clock)
 
     def is_static_key(self, candidate: str) -> bool:
         """Constant time per key, and every key is compared: timing tells nothing about which."""
+        return self._static_key_index(candidate) is not None
+
+    def _static_key_index(self, candidate: str) -> int | None:
         encoded = candidate.encode("utf-8", "surrogateescape")  # header bytes that were not UTF-8
-        found = False
-        for key in self._static_keys:
-            found |= hmac.compare_digest(encoded, key)
+        found: int | None = None
+        for index, key in enumerate(self._static_keys):
+            if hmac.compare_digest(encoded, key):
+                found = index
         return found
 
     def decode_session(self, token: str) -> SessionClaims:
@@ -154,8 +170,9 @@ class Authenticator:
     async def authenticate(self, api_key: str | None) -> Principal:
         if not api_key:
             raise missing_key()
-        if self.is_static_key(api_key):
-            return STAFF
+        index = self._static_key_index(api_key)
+        if index is not None:
+            return self._staff[index]
         if api_key.count(".") != 2:  # not a JWT at all: no need to try decoding it
             raise ApiError(401, "invalid api_key")
         claims = self.decode_session(api_key)

@@ -42,12 +42,16 @@ async def read_body(
 ) -> T:
     """Parse the body as `document` and convert it.
 
-    400 when absent or unparseable, 415 for a missing or unsupported Content-Type, 413 when
-    larger than the limit, and `invalid_status` when it parses but has the wrong shape.
+    400 when absent or unparseable, 415 for an unsupported Content-Type, 413 when larger than
+    the limit, and `invalid_status` when it parses but has the wrong shape. A body without a
+    Content-Type is read as JSON: generated clients send one so wherever the classic
+    description lists no media type.
     """
     if not request.body_exists:
         raise ApiError(400, "a request body is required")
-    fmt = body_format(request.headers.get("Content-Type"))
+    declared = request.headers.get("Content-Type")
+    undeclared = not media_type_of(declared)
+    fmt = BodyFormat.JSON if undeclared else body_format(declared)
     try:
         raw = await request.read()  # raises 413 past client_max_size, chunked or not
     except web.RequestPayloadError:  # e.g. a Content-Encoding the bytes do not follow
@@ -57,6 +61,10 @@ async def read_body(
     try:
         return convert(decode(raw, fmt, document))
     except MalformedBody as exc:
+        if undeclared:
+            raise ApiError(
+                400, f"{exc}; a body without Content-Type is read as JSON (declare application/xml for XML)"
+            ) from None
         raise ApiError(400, str(exc)) from None
     except InvalidRepresentation as exc:
         raise ApiError(invalid_status, str(exc)) from None
@@ -130,13 +138,22 @@ def content_type_header(response_type: ResponseType) -> str:
     return f"{response_type.content_type}; charset=utf-8"
 
 
-def respond_entity(request: web.Request, body: bytes, etag: str, *, conditional: bool = True) -> web.Response:
+def respond_entity(
+    request: web.Request,
+    body: bytes,
+    etag: str,
+    *,
+    conditional: bool = True,
+    headers: Mapping[str, str] | None = None,
+) -> web.Response:
     """200 with an already encoded representation and its ETag; for a `conditional` read
     (GET), 304 without a body when If-None-Match names the tag the client already holds."""
     if conditional and none_match(request.headers.get(IF_NONE_MATCH), etag):
         return web.Response(status=304, headers={ETAG: etag})
-    headers = {"Content-Type": content_type_header(response_type(request)), ETAG: etag}
-    return web.Response(body=body, headers=headers)
+    all_headers = {"Content-Type": content_type_header(response_type(request)), ETAG: etag}
+    if headers:
+        all_headers.update(headers)
+    return web.Response(body=body, headers=all_headers)
 
 
 def respond_message(

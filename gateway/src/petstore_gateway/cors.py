@@ -1,6 +1,6 @@
 """CORS for browser clients, as pure functions (the middleware is in middlewares.py).
 
-No credentials are involved (api_key is a header, not a cookie), so "*" is safe as the
+No credentials are involved (api_key and Authorization are headers, not cookies), so "*" is safe as the
 default. With a list of origins the matching one is echoed and `Vary: Origin` keeps caches
 from serving one origin's answer to another.
 """
@@ -9,13 +9,28 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from petstore_gateway.auth import API_KEY_HEADER
+from petstore_gateway.credentials import API_KEY_HEADER, AUTHORIZATION_HEADER
+from petstore_gateway.idempotency import IDEMPOTENCY_KEY_HEADER, REPLAYED_HEADER
 from petstore_gateway.params import NEXT_PAGE_HEADER
 from petstore_gateway.settings import ANY_ORIGIN
 
-ALLOW_HEADERS = (API_KEY_HEADER, "Content-Type", "Accept", "X-Request-ID")
+ALLOW_HEADERS = (
+    API_KEY_HEADER,
+    AUTHORIZATION_HEADER,
+    "Content-Type",
+    "Accept",
+    "X-Request-ID",
+    IDEMPOTENCY_KEY_HEADER,
+)
 """Request headers a browser may send cross-origin (Content-Type: JSON and XML are not "simple")."""
-EXPOSE_HEADERS = ("X-Request-ID", NEXT_PAGE_HEADER, "X-Rate-Limit", "X-Expires-After", "Retry-After")
+EXPOSE_HEADERS = (
+    "X-Request-ID",
+    NEXT_PAGE_HEADER,
+    "X-Rate-Limit",
+    "X-Expires-After",
+    "Retry-After",
+    REPLAYED_HEADER,
+)
 """Response headers a cross-origin script may read."""
 MAX_AGE_SECONDS = 600
 """How long a browser may reuse a preflight answer (browsers cap it at 2 hours or less)."""

@@ -22,7 +22,10 @@ class ApiError(Exception):
 GRPC_TO_HTTP: Mapping[grpc.StatusCode, int] = MappingProxyType(
     {
         grpc.StatusCode.INVALID_ARGUMENT: 400,
-        grpc.StatusCode.FAILED_PRECONDITION: 400,
+        # The resource's state forbids it (an order that has moved on): a conflict.
+        grpc.StatusCode.FAILED_PRECONDITION: 409,
+        # Another request holds what this one needs (the twin of an idempotent create).
+        grpc.StatusCode.ABORTED: 409,
         grpc.StatusCode.OUT_OF_RANGE: 400,
         grpc.StatusCode.UNAUTHENTICATED: 401,
         grpc.StatusCode.PERMISSION_DENIED: 403,

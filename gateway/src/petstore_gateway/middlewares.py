@@ -12,10 +12,11 @@ from aiohttp.typedefs import Handler
 from petstore_common.request_context import current_request_id, sanitize_request_id
 from petstore_gateway.access import Access, access_of
 from petstore_gateway.apidoc import DOCUMENT_ROUTES
-from petstore_gateway.auth import ANONYMOUS, API_KEY_HEADER
+from petstore_gateway.auth import ANONYMOUS
 from petstore_gateway.bodies import error_response
 from petstore_gateway.client_address import FORWARDED_FOR_HEADER, client_address
 from petstore_gateway.cors import preflight_headers, response_headers
+from petstore_gateway.credentials import request_credential
 from petstore_gateway.errors import ApiError
 from petstore_gateway.keys import AUTHENTICATOR, METRICS, PRINCIPAL, RATE_LIMITS, RESPONSE_TYPE, SETTINGS
 from petstore_gateway.metrics import route_template
@@ -111,9 +112,10 @@ def _error(request: web.Request, status: int, message: str, headers: dict[str, s
 
 
 def client_identity(request: web.Request) -> str:
-    """Whose bucket a request spends: its api_key when genuine, else its address. Made-up keys
-    count against the address, so inventing keys buys no fresh buckets. (The limiter hashes it.)"""
-    api_key = request.headers.get(API_KEY_HEADER)
+    """Whose bucket a request spends: its credential (api_key or Bearer) when genuine, else its
+    address. Made-up keys count against the address, so inventing keys buys no fresh buckets.
+    (The limiter hashes it.)"""
+    api_key = request_credential(request)
     if api_key and request.app[AUTHENTICATOR].is_genuine(api_key):
         return f"key:{api_key}"
     forwarded_for = request.headers.get(FORWARDED_FOR_HEADER)
@@ -174,11 +176,13 @@ async def negotiation_middleware(request: web.Request, handler: Handler) -> web.
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Who is calling goes on the request (staff, a customer or anonymous); 401 when an
-    operation needs a credential and none valid was sent, or a sent one is not valid."""
+    operation needs a credential and none valid was sent, or a sent one is not valid. The
+    credential is `api_key` or `Authorization: Bearer`; conflicting ones are 400 on every /v2
+    request."""
+    credential = request_credential(request) if request.path.startswith(API_PREFIX) else ""
     principal = ANONYMOUS
     if request.match_info.http_exception is None:
         access = access_of(request.method, route_template(request))
-        credential = request.headers.get(API_KEY_HEADER)
         if access is Access.REQUIRED or (access is Access.OPTIONAL and credential):
             principal = await request.app[AUTHENTICATOR].authenticate(credential)
     request[PRINCIPAL] = principal

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Protocol
 
 from petstore_gateway.errors import ApiError
 
@@ -35,6 +36,36 @@ def split_values(values: Iterable[str]) -> list[str]:
             if item.strip():
                 seen.setdefault(item.strip(), None)
     return list(seen)
+
+
+class Query(Protocol):
+    """What `query_values` reads of a query string (aiohttp's `request.query` is one)."""
+
+    def items(self) -> Iterable[tuple[str, str]]: ...
+
+
+_INDEXED = re.compile(r"\[([0-9]*)\]")
+"""The suffix of `name[]` and `name[0]`, the forms PHP, jQuery and qs-style clients send."""
+
+
+def query_values(query: Query, name: str) -> list[str]:
+    """Every value of the array parameter `name` in all the forms clients send, merged:
+    `name=a,b`, `name=a&name=b`, `name[]=a&name[]=b` and `name[0]=a&name[1]=b`. Duplicates and
+    blanks are dropped, order kept. Any other `name[...` (`name[x]`, `name[0`) is 400."""
+    values: list[str] = []
+    for key, value in query.items():
+        if key == name:
+            values.append(value)
+        elif key.startswith(name + "["):
+            if _INDEXED.fullmatch(key, len(name)) is None:
+                # The key itself is not echoed: it is the client's text, control characters and all.
+                raise ApiError(
+                    400,
+                    f"malformed {name}[...] query parameter: send {name}=a,b, "
+                    f"{name}=a&{name}=b, {name}[]=a&{name}[]=b or {name}[0]=a&{name}[1]=b",
+                )
+            values.append(value)
+    return split_values(values)
 
 
 def parse_limit(raw: str | None) -> int:

@@ -134,3 +134,19 @@ def test_servers_components_and_no_reference_left_behind() -> None:
 def test_only_swagger_2_is_converted() -> None:
     with pytest.raises(ValueError, match=r"Swagger 2\.0"):
         to_openapi({"openapi": "3.0.3"})
+
+
+def test_an_authorization_api_key_becomes_http_bearer_and_other_schemes_stay() -> None:
+    swagger = _swagger(
+        {"responses": {}},
+        securityDefinitions={
+            "token": {"type": "apiKey", "name": "Authorization", "in": "header", "description": "d"},
+            "key": {"type": "apiKey", "name": "api_key", "in": "header"},
+            "query": {"type": "apiKey", "name": "Authorization", "in": "query"},
+        },
+    )
+    assert to_openapi(swagger)["components"]["securitySchemes"] == {
+        "token": {"type": "http", "scheme": "bearer", "description": "d"},
+        "key": {"type": "apiKey", "name": "api_key", "in": "header"},
+        "query": {"type": "apiKey", "name": "Authorization", "in": "query"},
+    }

@@ -16,6 +16,7 @@ import aiohttp
 import grpc
 import jwt
 import pytest
+from grpc_health.v1 import health, health_pb2_grpc
 
 from petstore.order.v1 import order_pb2
 from petstore.user.v1 import user_pb2
@@ -86,6 +87,12 @@ VALID = [
     Call("POST", "/v2/store/order", "/v2/store/order", lambda: {"json": {"petId": 1}, "headers": KEY}),
     Call("GET", "/v2/store/order/{orderId}", "/v2/store/order/1", lambda: {"headers": KEY}),
     Call("DELETE", "/v2/store/order/{orderId}", "/v2/store/order/1", lambda: {"headers": KEY}),
+    Call(
+        "PUT",
+        "/v2/store/order/{orderId}",
+        "/v2/store/order/1",
+        lambda: {"json": {"status": "approved"}, "headers": KEY},
+    ),
     Call("POST", "/v2/user", "/v2/user", lambda: {"json": NEW_USER}),
     Call(
         "POST",
@@ -121,7 +128,9 @@ def _seed(backend: FakeBackend) -> None:
     backend.order.orders.clear()
     backend.user.users.clear()
     backend.pet.add(1, "Rex", tags=("cute",))
-    backend.order.orders[1] = order_pb2.Order(id=1, pet_id=1, quantity=1)
+    backend.order.orders[1] = order_pb2.Order(
+        id=1, pet_id=1, quantity=1, status=order_pb2.ORDER_STATUS_PLACED
+    )
     for user_id, name in ((1, "ann"), (2, "bob")):
         user = user_pb2.User(id=user_id, username=name, email=f"{name}@example.com")
         backend.user.users[name] = StoredUser(user, "pw")
@@ -156,14 +165,39 @@ async def test_without_an_api_key_secured_operations_are_401(
     secured = [
         call
         for call in VALID
-        if operations(documents["swagger"])[(call.method, call.route)].get("security") == [{"api_key": []}]
+        if operations(documents["swagger"])[(call.method, call.route)].get("security")
+        == [{"api_key": []}, {"bearer": []}]
     ]
-    assert len(secured) == 12
+    assert len(secured) == 13
     for call in secured:
         headers = {k: v for k, v in call.kwargs().get("headers", {}).items() if k != "api_key"}
         response = await call.send(client, headers=headers)
         assert response.status == 401, call.route
         _assert_documented(documents, call, 401)
+
+
+async def test_every_call_takes_its_credential_as_bearer_too(client: Client, backend: FakeBackend) -> None:
+    moved = 0
+    for call in VALID:
+        _seed(backend)
+        headers = dict(call.kwargs().get("headers", {}))
+        if "api_key" in headers:
+            headers["Authorization"] = f"Bearer {headers.pop('api_key')}"
+            moved += 1
+        response = await call.send(client, headers=headers)
+        assert response.status == 200, (call.route, await response.text())
+    assert moved == 14  # the thirteen operations that need a key, and logout
+
+
+async def test_credentials_that_disagree_are_400_everywhere(
+    client: Client, backend: FakeBackend, documents: dict[str, dict[str, Any]]
+) -> None:
+    _seed(backend)
+    for call in VALID:
+        headers = {**call.kwargs().get("headers", {}), "api_key": STATIC_KEY, "Authorization": "Bearer other"}
+        response = await call.send(client, headers=headers)
+        assert response.status == 400, call.route
+        _assert_documented(documents, call, 400)
 
 
 async def test_an_accept_we_cannot_meet_is_406_everywhere(
@@ -189,7 +223,7 @@ async def test_a_body_of_the_wrong_type_is_415_and_too_large_413(
 ) -> None:
     _seed(backend)
     calls = _body_calls(documents)
-    assert len(calls) == 9
+    assert len(calls) == 10
     for call in calls:
         consumed = operations(documents["swagger"])[(call.method, call.route)]["consumes"]
         headers = {**call.kwargs().get("headers", {}), "Content-Type": "text/plain"}
@@ -229,6 +263,29 @@ BAD_INPUT: list[tuple[str, str, str, dict[str, Any], int]] = [
     ("POST", "/v2/pet", "/v2/pet", _json({"name": "Rex"}), 405),
     ("POST", "/v2/pet", "/v2/pet", _xml(b"<Pet><id>x</id></Pet>"), 405),
     ("POST", "/v2/pet", "/v2/pet", _json({**PET, "id": 1}), 409),
+    ("POST", "/v2/pet", "/v2/pet", {"json": PET, "headers": {**KEY, "Idempotency-Key": "busy"}}, 409),
+    ("POST", "/v2/pet", "/v2/pet", {"json": PET, "headers": {**KEY, "Idempotency-Key": "reused"}}, 422),
+    ("POST", "/v2/pet", "/v2/pet", {"json": PET, "headers": {**KEY, "Idempotency-Key": "a b"}}, 400),
+    (
+        "POST",
+        "/v2/store/order",
+        "/v2/store/order",
+        {"json": {"petId": 1}, "headers": {**KEY, "Idempotency-Key": ""}},
+        400,
+    ),
+    ("POST", "/v2/user", "/v2/user", {"json": NEW_USER, "headers": {"Idempotency-Key": "k" * 256}}, 400),
+    ("PUT", "/v2/store/order/{orderId}", "/v2/store/order/1", _json({"quantity": 2}), 400),
+    ("PUT", "/v2/store/order/{orderId}", "/v2/store/order/1", _json({"id": 2, "status": "approved"}), 400),
+    ("PUT", "/v2/store/order/{orderId}", "/v2/store/order/x", _json({"status": "approved"}), 400),
+    ("PUT", "/v2/store/order/{orderId}", "/v2/store/order/99", _json({"status": "approved"}), 404),
+    ("PUT", "/v2/store/order/{orderId}", "/v2/store/order/1", _json({"status": "delivered"}), 409),
+    (
+        "PUT",
+        "/v2/store/order/{orderId}",
+        "/v2/store/order/1",
+        {"json": {"status": "approved"}, "headers": AS_CAT},
+        403,
+    ),
     ("PUT", "/v2/pet", "/v2/pet", _json(PET), 405),
     ("PUT", "/v2/pet", "/v2/pet", _json({**PET, "id": 99}), 404),
     (
@@ -374,12 +431,17 @@ async def test_bad_input_gets_a_documented_status(
 
 
 class _Refuse(grpc.GenericRpcHandler):
-    """Answers every method of every service with one status."""
+    """Answers every method of the petstore services with one status. The health service is
+    left to a real servicer: the gateway's channels watch it (client-side health checking)
+    and would otherwise never send a call at all."""
 
     def __init__(self, code: grpc.StatusCode) -> None:
         self.code = code
 
-    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler[Any, Any]:
+    def service(self, call: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler[Any, Any] | None:
+        if call.method.startswith("/grpc.health.v1.Health/"):
+            return None
+
         async def refuse(request: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
             await context.abort(self.code, "refused")
 
@@ -401,6 +463,7 @@ def refusal(request: pytest.FixtureRequest) -> grpc.StatusCode:
 @pytest.fixture
 async def refused(settings: GatewaySettings, refusal: grpc.StatusCode) -> AsyncIterator[Client]:
     server = grpc.aio.server()
+    health_pb2_grpc.add_HealthServicer_to_server(health.aio.HealthServicer(), server)
     server.add_generic_rpc_handlers([_Refuse(refusal)])
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()

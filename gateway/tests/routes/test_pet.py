@@ -85,13 +85,14 @@ async def test_add_pet_xxe_is_400(client: Client, backend: FakeBackend) -> None:
     assert backend.pet.pets == {}
 
 
-@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded"])
-async def test_add_pet_without_a_supported_content_type_is_415(
-    client: Client, content_type: str | None
-) -> None:
-    headers = {**KEY, **({"Content-Type": content_type} if content_type else {})}
+@pytest.mark.parametrize(
+    "content_type", ["application/octet-stream", "text/plain", "application/x-www-form-urlencoded"]
+)
+async def test_add_pet_with_an_unsupported_content_type_is_415(client: Client, content_type: str) -> None:
     response = await client.post(
-        "/v2/pet", data=io.BytesIO(b'{"name": "a", "photoUrls": []}'), headers=headers
+        "/v2/pet",
+        data=io.BytesIO(b'{"name": "a", "photoUrls": []}'),
+        headers={**KEY, "Content-Type": content_type},
     )
     assert response.status == 415
 
@@ -431,3 +432,79 @@ async def test_a_static_key_changes_the_catalogue_as_staff(client: Client, backe
 
     assert response.status == 200
     assert [c.kind for c in backend.pet.callers] == [callers.staff().kind]
+
+
+async def test_the_idempotency_key_goes_to_the_service_and_a_replay_says_so(
+    client: Client, backend: FakeBackend
+) -> None:
+    fresh = await client.post(
+        "/v2/pet", json={"name": "Rex", "photoUrls": []}, headers={**KEY, "Idempotency-Key": "k-1"}
+    )
+    replayed = await client.post(
+        "/v2/pet", json={"name": "Rex", "photoUrls": []}, headers={**KEY, "Idempotency-Key": "replay"}
+    )
+    plain = await client.post("/v2/pet", json={"name": "Rex", "photoUrls": []}, headers=KEY)
+
+    assert (fresh.status, replayed.status, plain.status) == (200, 200, 200)
+    assert "Idempotent-Replayed" not in fresh.headers
+    assert replayed.headers["Idempotent-Replayed"] == "true"
+    assert backend.pet.keys == ["k-1", "replay", ""]
+
+
+@WIRES
+@pytest.mark.parametrize(
+    ("key", "status", "message"),
+    [
+        ("reused", 422, "this Idempotency-Key was already used with a different request"),
+        ("busy", 409, "a request with this Idempotency-Key is still being processed; retry later"),
+        ("two words", 400, "Idempotency-Key must be 1 to 255 characters of visible ASCII"),
+        ("é", 400, "Idempotency-Key must be 1 to 255 characters of visible ASCII"),
+    ],
+)
+async def test_idempotency_refusals(
+    client: Client, backend: FakeBackend, wire: Wire, key: str, status: int, message: str
+) -> None:
+    body = wire.body("Pet", {"name": "Rex", "photoUrls": []})
+    response = await client.post(
+        "/v2/pet", data=body, headers=wire.headers(**KEY, **{"Idempotency-Key": key})
+    )
+    assert await error_of(wire, response) == (status, message)
+
+
+@WIRES
+@pytest.mark.parametrize(
+    "query",
+    [
+        "status[]=available&status[]=pending",
+        "status[0]=available&status[1]=pending",
+        "status%5B0%5D=available&status%5B1%5D=pending",
+        "status[0]=pending&status=available,pending&status[]=available",
+    ],
+)
+async def test_find_by_status_takes_indexed_arrays(
+    client: Client, many_pets: FakeBackend, wire: Wire, query: str
+) -> None:
+    response = await client.get(f"/v2/pet/findByStatus?{query}", headers={"Accept": wire.value})
+    assert response.status == 200
+    assert [pet["id"] for pet in await wire.read(response)] == [1, 2, 4]
+
+
+@pytest.mark.parametrize("query", ["tags[]=x&tags[]=z", "tags[0]=x&tags[1]=z", "tags[1]=z&tags=x"])
+async def test_find_by_tags_takes_indexed_arrays(client: Client, many_pets: FakeBackend, query: str) -> None:
+    response = await client.get(f"/v2/pet/findByTags?{query}")
+    assert [pet["id"] for pet in await response.json()] == [1, 3]
+
+
+@WIRES
+@pytest.mark.parametrize(
+    ("path", "name"),
+    [
+        ("findByStatus?status[x]=sold", "status"),
+        ("findByStatus?status=sold&status[0=sold", "status"),
+        ("findByTags?tags[0]]=x", "tags"),
+    ],
+)
+async def test_malformed_array_indexes_are_400(client: Client, wire: Wire, path: str, name: str) -> None:
+    response = await client.get(f"/v2/pet/{path}", headers={"Accept": wire.value})
+    status, message = await error_of(wire, response)
+    assert (status, message.split(":")[0]) == (400, f"malformed {name}[...] query parameter")

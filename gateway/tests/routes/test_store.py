@@ -7,6 +7,7 @@ import pytest
 from petstore.order.v1 import order_pb2
 from petstore.pet.v1 import pet_pb2
 from petstore_common import callers
+from petstore_gateway.auth import key_id
 
 from ..conftest import STATIC_KEY, Client
 from ..fakes import FakeBackend
@@ -167,12 +168,55 @@ async def test_every_order_call_names_its_caller(client: Client, backend: FakeBa
     deleted = await client.delete(f"/v2/store/order/{order_id}", headers=as_ann)
 
     assert (placed.status, read.status, deleted.status) == (200, 200, 200)
-    assert backend.order.callers == [callers.customer(7), callers.staff(), callers.customer(7)]
+    staff = callers.Caller(kind=callers.staff().kind, staff_key_id=key_id(STATIC_KEY.encode()))
+    assert backend.order.callers == [callers.customer(7), staff, callers.customer(7)]
 
 
 @WIRES
 async def test_reading_an_order_anonymously_is_401(client: Client, backend: FakeBackend, wire: Wire) -> None:
     backend.order.orders[4] = order_pb2.Order(id=4, pet_id=9, quantity=1)
     response = await client.get("/v2/store/order/4", headers={"Accept": wire.value})
-    assert await error_of(wire, response) == (401, "api_key header is required for this operation")
+    assert await error_of(wire, response) == (
+        401,
+        "api_key header (or Authorization: Bearer) is required for this operation",
+    )
     assert backend.order.callers == []
+
+
+@WIRES
+async def test_staff_move_an_order_on_with_a_status_only_body(
+    client: Client, backend: FakeBackend, wire: Wire
+) -> None:
+    backend.order.orders[4] = order_pb2.Order(
+        id=4, pet_id=9, quantity=1, status=order_pb2.ORDER_STATUS_PLACED
+    )
+
+    response = await client.put(
+        "/v2/store/order/4", data=wire.body("Order", {"status": "approved"}), headers=wire.headers(**KEY)
+    )
+
+    assert response.status == 200
+    assert (await wire.read(response))["status"] == "approved"
+    assert backend.order.orders[4].status == order_pb2.ORDER_STATUS_APPROVED
+
+
+@WIRES
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({}, "status is required: one of placed, approved, delivered"),
+        ({"status": "shipped"}, "status must be one of placed, approved, delivered"),
+        ({"id": 5, "status": "approved"}, "the body's id 5 is not the orderId 4 of the path"),
+    ],
+)
+async def test_a_status_body_must_name_a_status_of_this_order(
+    client: Client, backend: FakeBackend, wire: Wire, body: dict[str, Any], message: str
+) -> None:
+    backend.order.orders[4] = order_pb2.Order(
+        id=4, pet_id=9, quantity=1, status=order_pb2.ORDER_STATUS_PLACED
+    )
+    response = await client.put(
+        "/v2/store/order/4", data=wire.body("Order", body), headers=wire.headers(**KEY)
+    )
+    assert await error_of(wire, response) == (400, message)
+    assert backend.order.orders[4].status == order_pb2.ORDER_STATUS_PLACED

@@ -7,6 +7,7 @@ import pytest
 
 from petstore.user.v1 import user_pb2
 from petstore_common import callers
+from petstore_gateway.auth import key_id
 from petstore_gateway.clients import ServiceClients
 from petstore_gateway.settings import GatewaySettings
 
@@ -15,6 +16,7 @@ from ..fakes import FakeBackend, StoredUser, issue_token
 from ..wire import Wire, error_of
 
 KEY = {"api_key": STATIC_KEY}
+STAFF_CALLER = callers.Caller(kind=callers.staff().kind, staff_key_id=key_id(STATIC_KEY.encode()))
 WIRES = pytest.mark.parametrize("wire", list(Wire))
 PASSWORD = "correct-horse-battery"
 ANN = {
@@ -218,7 +220,7 @@ async def test_update_own_user(client: Client, backend: FakeBackend, wire: Wire)
 
 def caller(user_id: int | None) -> callers.Caller:
     """Staff without a user id, else that customer."""
-    return callers.staff() if user_id is None else callers.customer(user_id)
+    return STAFF_CALLER if user_id is None else callers.customer(user_id)
 
 
 @WIRES

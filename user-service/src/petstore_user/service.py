@@ -10,6 +10,7 @@ import grpc
 
 from petstore.user.v1 import user_service_pb2_grpc
 from petstore_common.grpc_server import ServiceDefinition
+from petstore_common.idempotency import DEFAULT_TTL_SECONDS
 from petstore_common.settings import ServiceSettings
 from petstore_common.stores import StoreReadiness, open_store
 from petstore_user.passwords import Passwords
@@ -27,9 +28,11 @@ def build_definition(
     passwords: Passwords,
     tokens: SessionTokens,
     readiness: StoreReadiness | None = None,
+    *,
+    idempotency_ttl_seconds: float = DEFAULT_TTL_SECONDS,
 ) -> ServiceDefinition:
     """The user service over `store`, for the shared server (tests use it with any store)."""
-    servicer = UserServicer(store, passwords, tokens)
+    servicer = UserServicer(store, passwords, tokens, idempotency_ttl_seconds=idempotency_ttl_seconds)
 
     def register(server: grpc.aio.Server) -> None:
         user_service_pb2_grpc.add_UserServiceServicer_to_server(servicer, server)
@@ -53,6 +56,8 @@ async def user_service(
             settings, memory=MemoryUserStore, mongo=MongoUserStore
         )
         async with stores as (store, readiness):
-            yield build_definition(store, passwords, tokens, readiness)
+            yield build_definition(
+                store, passwords, tokens, readiness, idempotency_ttl_seconds=settings.idempotency_ttl_seconds
+            )
     finally:
         passwords.close()

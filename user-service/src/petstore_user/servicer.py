@@ -21,6 +21,7 @@ from petstore.auth.v1 import caller_pb2
 from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
 from petstore_common.callers import customer_id, is_staff, require_staff
 from petstore_common.errors import InvalidArgument, NotFound, PermissionDenied
+from petstore_common.idempotency import DEFAULT_TTL_SECONDS, Idempotency, Reservation, fingerprint
 from petstore_user import validation
 from petstore_user.passwords import MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS, Passwords
 from petstore_user.sessions import MAX_SESSION_ID_CHARS, SessionTokens
@@ -36,10 +37,20 @@ SESSION_CLEANUP_INTERVAL_SECONDS = 60.0
 
 
 class UserServicer(user_service_pb2_grpc.UserServiceServicer):
-    def __init__(self, store: UserStore, passwords: Passwords, tokens: SessionTokens) -> None:
+    def __init__(
+        self,
+        store: UserStore,
+        passwords: Passwords,
+        tokens: SessionTokens,
+        *,
+        idempotency_ttl_seconds: float = DEFAULT_TTL_SECONDS,
+    ) -> None:
         self._store = store
         self._passwords = passwords
         self._tokens = tokens
+        # No ids to reserve: a username is unique, so a retry can never create a second user.
+        self._idempotency = Idempotency(store.idempotency, ttl_seconds=idempotency_ttl_seconds)
+        self._fingerprint_key = tokens.digest_key()  # requests hold passwords: HMAC, not a bare hash
         self._next_cleanup = 0.0
 
     async def CreateUser(
@@ -49,20 +60,44 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         user = request.user
         if not is_staff(request.caller):
             user = _with_status(user, 0)  # staff-managed: a sign-up starts at 0
-        account = Account(user, await self._passwords.hash(request.password))
-        return user_service_pb2.CreateUserResponse(user=await self._store.create(account))
+
+        async def create(reservation: Reservation) -> user_service_pb2.CreateUserResponse:
+            account = Account(user, await self._passwords.hash(request.password))
+            return user_service_pb2.CreateUserResponse(user=await self._store.create(account))
+
+        response, replayed = await self._idempotency.run(
+            key=request.idempotency_key,
+            caller=request.caller,
+            fingerprint=fingerprint(request, secret=self._fingerprint_key),
+            response_type=user_service_pb2.CreateUserResponse,
+            execute=create,
+        )
+        response.idempotent_replay = replayed
+        return response
 
     async def CreateUsers(
         self, request: user_service_pb2.CreateUsersRequest, context: Context
     ) -> user_service_pb2.CreateUsersResponse:
         require_staff(request.caller, STAFF_CREATE_MANY)
         validation.check_new_users(request.users)  # before any (costly) hashing
-        hashes = await asyncio.gather(*(self._passwords.hash(item.password) for item in request.users))
-        accounts = [
-            Account(item.user, password_hash)
-            for item, password_hash in zip(request.users, hashes, strict=True)
-        ]
-        return user_service_pb2.CreateUsersResponse(users=await self._store.create_many(accounts))
+
+        async def create(reservation: Reservation) -> user_service_pb2.CreateUsersResponse:
+            hashes = await asyncio.gather(*(self._passwords.hash(item.password) for item in request.users))
+            accounts = [
+                Account(item.user, password_hash)
+                for item, password_hash in zip(request.users, hashes, strict=True)
+            ]
+            return user_service_pb2.CreateUsersResponse(users=await self._store.create_many(accounts))
+
+        response, replayed = await self._idempotency.run(
+            key=request.idempotency_key,
+            caller=request.caller,
+            fingerprint=fingerprint(request, secret=self._fingerprint_key),
+            response_type=user_service_pb2.CreateUsersResponse,
+            execute=create,
+        )
+        response.idempotent_replay = replayed
+        return response
 
     async def GetUser(
         self, request: user_service_pb2.GetUserRequest, context: Context

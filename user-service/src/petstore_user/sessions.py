@@ -7,6 +7,7 @@ gateway requires exp, iat, sub and jti and accepts HS256 only; so does `session_
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from collections.abc import Callable
@@ -37,6 +38,11 @@ class SessionTokens:
         self._secret = secret
         self._ttl_seconds = ttl_seconds
         self._clock = clock
+
+    def digest_key(self) -> bytes:
+        """A key, derived from the session secret, for HMACs of requests that hold a password
+        (idempotency fingerprints): never the secret itself."""
+        return hashlib.sha256(b"petstore idempotency fingerprint\0" + self._secret.encode()).digest()
 
     def now(self) -> datetime:
         """The clock sessions expire by (injectable for tests)."""

@@ -1,8 +1,9 @@
 """OpenAPI 3.0 derived from the Swagger 2.0 document, so the two can never disagree.
 
 Only what `swagger.py` uses is converted: body and formData parameters become a requestBody
-per consumed media type, response schemas and headers move under content and schema, and
-`#/definitions/` becomes `#/components/schemas/`.
+per consumed media type, response schemas and headers move under content and schema,
+`#/definitions/` becomes `#/components/schemas/`, and an apiKey named Authorization (Swagger
+2.0's stand-in for a bearer token) becomes the `http` `bearer` scheme it stands for.
 """
 
 from __future__ import annotations
@@ -43,7 +44,10 @@ def to_openapi(swagger: Json) -> Json:
         },
         "components": {
             "schemas": swagger.get("definitions", {}),
-            "securitySchemes": swagger.get("securityDefinitions", {}),
+            "securitySchemes": {
+                name: _security_scheme(scheme)
+                for name, scheme in swagger.get("securityDefinitions", {}).items()
+            },
         },
     }
     converted: Json = _rewrite_refs(document)
@@ -84,6 +88,19 @@ def _operation(operation: Json, swagger: Json) -> Json:
     if "security" in operation:
         converted["security"] = operation["security"]
     return converted
+
+
+def _security_scheme(scheme: Json) -> Json:
+    if (
+        scheme.get("type") == "apiKey"
+        and scheme.get("in") == "header"
+        and scheme.get("name") == "Authorization"
+    ):
+        converted: Json = {"type": "http", "scheme": "bearer"}
+        if "description" in scheme:
+            converted["description"] = scheme["description"]
+        return converted
+    return dict(scheme)
 
 
 def _media_types(key: str, operation: Json, swagger: Json) -> list[str]:

@@ -3,7 +3,9 @@
 This is the one source of truth: `openapi.py` derives the OpenAPI 3.0 document from it. What
 is derived rather than written down:
 
-- `security` (and the 401 answer) from `access_of`, the rule the auth middleware applies;
+- `security` (and the 401 answer) from `access_of`, the rule the auth middleware applies:
+  the credential as `api_key` or as `Authorization: Bearer`, either one;
+- 400 on every operation: a request whose two credential headers disagree;
 - 413 and 415 on every operation that reads a body or a form, and 406, 429 (with Retry-After)
   and 503 on every operation (all of them call a service).
 
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from petstore_gateway.access import Access, access_of
+from petstore_gateway.idempotency import IDEMPOTENCY_KEY_HEADER, MAX_KEY_CHARS, REPLAYED_HEADER
 from petstore_gateway.middlewares import API_PREFIX
 from petstore_gateway.negotiation import OFFERED
 from petstore_gateway.params import (
@@ -37,6 +40,26 @@ BODY_MEDIA_TYPES = (JSON, XML)
 FORM = "application/x-www-form-urlencoded"
 MULTIPART = "multipart/form-data"
 API_KEY_SCHEME = "api_key"
+BEARER_SCHEME = "bearer"
+SECURITY: list[dict[str, list[str]]] = [{API_KEY_SCHEME: []}, {BEARER_SCHEME: []}]
+"""Either header will do (the alternatives of a security requirement)."""
+SECURITY_DEFINITIONS = {
+    API_KEY_SCHEME: {
+        "type": "apiKey",
+        "name": "api_key",
+        "in": "header",
+        "description": "A static key (PETSTORE_API_KEYS) or the session token GET /user/login returns.",
+    },
+    # Swagger 2.0 has no bearer scheme: the usual stand-in is an apiKey named Authorization,
+    # whose value a client prefixes with "Bearer " (openapi.py turns it into http bearer).
+    BEARER_SCHEME: {
+        "type": "apiKey",
+        "name": "Authorization",
+        "in": "header",
+        "description": "`Bearer <credential>`: the same static key or session token as api_key. "
+        "Send one of the two headers, or both with the same credential.",
+    },
+}
 
 _CONTROL = r"\x00-\x1f\x7f-\x9f"
 """Unicode category Cc: every service refuses these in its text fields."""
@@ -347,6 +370,8 @@ class Operation:
     parameters: tuple[Json, ...] = ()
     consumes: tuple[str, ...] = ()
     description: str = ""
+    idempotent: bool = False
+    """Takes an Idempotency-Key (a create): its header, 409 and 422 are added by `_render`."""
 
 
 OPERATIONS: tuple[Operation, ...] = (
@@ -361,6 +386,7 @@ OPERATIONS: tuple[Operation, ...] = (
         (_body(ref("Pet"), "The pet to add; the store picks the id when none is given"),),
         BODY_MEDIA_TYPES,
         description=STAFF_ONLY_NOTE,
+        idempotent=True,
     ),
     Operation(
         "put",
@@ -391,7 +417,8 @@ OPERATIONS: tuple[Operation, ...] = (
             {
                 "name": "status",
                 "in": "query",
-                "description": "Status values to match; repeat the parameter or separate values by commas",
+                "description": "Status values to match: repeat the parameter or separate values by "
+                "commas (status[]=a and status[0]=a are read too)",
                 "required": True,
                 "type": "array",
                 "minItems": 1,
@@ -414,7 +441,8 @@ OPERATIONS: tuple[Operation, ...] = (
             {
                 "name": "tags",
                 "in": "query",
-                "description": "Tag names to match (any of them); repeat the parameter or separate by commas",
+                "description": "Tag names to match (any of them): repeat the parameter or separate by "
+                "commas (tags[]=a and tags[0]=a are read too)",
                 "required": True,
                 "type": "array",
                 "minItems": 1,
@@ -532,6 +560,7 @@ OPERATIONS: tuple[Operation, ...] = (
         BODY_MEDIA_TYPES,
         description="An order placed with a customer's session belongs to that customer; "
         "one placed with a static key belongs to no customer.",
+        idempotent=True,
     ),
     Operation(
         "get",
@@ -556,6 +585,24 @@ OPERATIONS: tuple[Operation, ...] = (
         description=ORDERS_NOTE,
     ),
     Operation(
+        "put",
+        "/store/order/{orderId}",
+        "updateOrderStatus",
+        "store",
+        "Move an order on: placed to approved, approved to delivered",
+        _ok("successful operation: the order as stored", ref("Order")),
+        {
+            400: "Invalid ID, a body without a valid status, or a body id other than orderId",
+            403: "Only staff (a static api key) move orders on",
+            404: ORDER_NOT_FOUND,
+            409: "The order cannot move to this status from where it is (the message names the next one)",
+        },
+        (ORDER_ID, _body(ref("Order"), "An Order: only status is read (and id, which must be orderId)")),
+        BODY_MEDIA_TYPES,
+        description="Staff only. delivered also completes the order; asking for the status the order "
+        "already has changes nothing.",
+    ),
+    Operation(
         "post",
         "/user",
         "createUser",
@@ -567,6 +614,7 @@ OPERATIONS: tuple[Operation, ...] = (
         BODY_MEDIA_TYPES,
         description="Open to everyone: this is how one signs up. userStatus is staff-managed: "
         "it is kept only when a static key is sent, else the new user has 0.",
+        idempotent=True,
     ),
     Operation(
         "post",
@@ -583,6 +631,7 @@ OPERATIONS: tuple[Operation, ...] = (
         (_users_body(),),
         BODY_MEDIA_TYPES,
         description="Staff only.",
+        idempotent=True,
     ),
     Operation(
         "post",
@@ -599,6 +648,7 @@ OPERATIONS: tuple[Operation, ...] = (
         (_users_body(),),
         BODY_MEDIA_TYPES,
         description="Staff only.",
+        idempotent=True,
     ),
     Operation(
         "get",
@@ -657,12 +707,13 @@ OPERATIONS: tuple[Operation, ...] = (
             {
                 "name": "api_key",
                 "in": "header",
-                "description": "The session token to end; anything else is ignored",
+                "description": "The session token to end (or send it as Authorization: Bearer); "
+                "anything else is ignored",
                 "required": False,
                 "type": "string",
             },
         ),
-        description="Ends the session sent as api_key, if it is one; ok in every case.",
+        description="Ends the session sent as api_key or Bearer, if it is one; ok in every case.",
     ),
     Operation(
         "get",
@@ -712,26 +763,66 @@ OPERATIONS: tuple[Operation, ...] = (
 )
 
 
+CREDENTIAL_CONFLICT = "api_key and Authorization: Bearer name different credentials"
+
+
 def _derived_errors(op: Operation, max_body_bytes: int) -> dict[int, str]:
-    errors: dict[int, str] = {}
+    errors: dict[int, str] = {400: CREDENTIAL_CONFLICT}
     access = access_of(op.method.upper(), API_PREFIX + op.path)
     if access is Access.REQUIRED:
-        errors[401] = "api_key missing, unknown, expired or logged out"
+        errors[401] = "Credential (api_key or Bearer) missing, unknown, expired or logged out"
     elif access is Access.OPTIONAL:
-        errors[401] = "api_key sent but unknown, expired or logged out (it may be left out)"
+        errors[401] = (
+            "Credential (api_key or Bearer) sent but unknown, expired or logged out (it may be left out)"
+        )
     if op.consumes:
         errors[413] = f"Request body larger than {max_body_bytes} bytes"
-        errors[415] = f"Content-Type missing or not one of {', '.join(op.consumes)}"
+        if JSON in op.consumes:
+            errors[415] = (
+                f"Content-Type not one of {', '.join(op.consumes)} (a body without one is read as JSON)"
+            )
+        else:
+            errors[415] = f"Content-Type missing or not one of {', '.join(op.consumes)}"
     offered = ", ".join(t.content_type for t in OFFERED)
     errors[406] = f"Accept allows none of {offered} (the error is then JSON)"
+    if op.idempotent:
+        errors[409] = "A request with this Idempotency-Key is still being processed"
+        errors[422] = "This Idempotency-Key was already used with a different request"
     errors[429] = "Too many requests from this client, or a service at capacity: retry later"
     errors[503] = "A service is unavailable or did not answer in time"
     return errors
 
 
+IDEMPOTENCY_KEY: Json = {
+    "name": IDEMPOTENCY_KEY_HEADER,
+    "in": "header",
+    "description": "Makes retries safe: the same key with the same body within 24 hours has no second "
+    "effect and gets the first answer again. Keys are per caller.",
+    "required": False,
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_KEY_CHARS,
+    "pattern": "^[!-~]+$",
+}
+REPLAYED: Json = {
+    REPLAYED_HEADER: {
+        "type": "string",
+        "enum": ["true"],
+        "description": "This is the first answer to the key, again",
+    }
+}
+
+
 def _render(op: Operation, max_body_bytes: int) -> Json:
     errors = {**_derived_errors(op, max_body_bytes), **op.errors}
-    responses: Json = {"200": op.success}
+    if 400 in op.errors:
+        errors[400] = f"{op.errors[400]}; or {CREDENTIAL_CONFLICT}"
+    if op.idempotent and 409 in op.errors:  # both conflicts share the status
+        errors[409] = f"{op.errors[409]}, or a request with this Idempotency-Key is still being processed"
+    success = op.success
+    if op.idempotent:
+        success = {**success, "headers": {**success.get("headers", {}), **REPLAYED}}
+    responses: Json = {"200": success}
     for status in sorted(errors):
         responses[str(status)] = {"description": errors[status], "schema": ref("ApiResponse")}
     responses["429"]["headers"] = {"Retry-After": _int32(minimum=1, description="Seconds to wait")}
@@ -743,12 +834,14 @@ def _render(op: Operation, max_body_bytes: int) -> Json:
         rendered["consumes"] = list(op.consumes)
     rendered["produces"] = list(BODY_MEDIA_TYPES)
     rendered["parameters"] = [dict(parameter) for parameter in op.parameters]
+    if op.idempotent:
+        rendered["parameters"].append(dict(IDEMPOTENCY_KEY))
     rendered["responses"] = responses
     access = access_of(op.method.upper(), API_PREFIX + op.path)
-    if access is Access.REQUIRED:
-        rendered["security"] = [{API_KEY_SCHEME: []}]
-    elif access is Access.OPTIONAL:
-        rendered["security"] = [{API_KEY_SCHEME: []}, {}]  # {}: no credential is fine too
+    if access is not Access.OPEN:
+        rendered["security"] = [{name: list(scopes) for name, scopes in r.items()} for r in SECURITY]
+        if access is Access.OPTIONAL:
+            rendered["security"].append({})  # {}: no credential is fine too
     return rendered
 
 
@@ -760,7 +853,11 @@ services.
 - Callers: a static `api_key` is staff; the token `GET /user/login` returns, sent as `api_key`, \
 is that customer; no key is anonymous. Anyone reads the catalogue and signs up; only staff \
 change the catalogue; a customer places orders and sees and deletes only its own, and reads and \
-changes only its own account (others' accounts show their id and username only).
+changes only its own account (others' accounts show their id and username only). \
+`Authorization: Bearer <the same credential>` works wherever `api_key` does; two headers naming \
+different credentials are a 400.
+- A body without `Content-Type` is read as JSON. Array query parameters may be repeated \
+(`status=a&status=b`), comma-separated (`status=a,b`) or indexed (`status[]=a`, `status[0]=a`).
 - Every error has one shape, an ApiResponse `{code, type: "error", message}`, except for requests \
 the HTTP server cannot read at all: a request line (method, path and query) or a header longer \
 than 8190 bytes is refused before it reaches the API, with a plain-text 400.
@@ -782,6 +879,6 @@ def build_swagger(*, max_body_bytes: int) -> Json:
             {"name": "user", "description": "Accounts and sessions"},
         ],
         "paths": paths,
-        "securityDefinitions": {API_KEY_SCHEME: {"type": "apiKey", "name": "api_key", "in": "header"}},
+        "securityDefinitions": {name: dict(scheme) for name, scheme in SECURITY_DEFINITIONS.items()},
         "definitions": definitions(),
     }

@@ -64,6 +64,18 @@ def order_from_wire(value: Any) -> order_pb2.Order:
     return order
 
 
+def order_status_from_wire(value: Any) -> tuple[int | None, order_pb2.OrderStatus.ValueType]:
+    """The id (when given) and the required status of an Order body that moves an order on;
+    every other field is ignored."""
+    data = as_object(value, "the order")
+    status = get_str(data, "status")
+    if status is None:
+        raise InvalidRepresentation(f"status is required: one of {', '.join(ORDER_STATUSES)}")
+    if status not in ORDER_STATUSES:
+        raise InvalidRepresentation(f"status must be one of {', '.join(ORDER_STATUSES)}")
+    return get_int(data, "id"), ORDER_STATUSES[status]
+
+
 def parse_ship_date(text: str) -> Timestamp:
     """ISO 8601 with `Z` or an offset. A time without a zone is rejected rather than guessed."""
     problem = "shipDate must be an ISO 8601 date-time with Z or an offset, e.g. 2024-05-01T12:00:00Z"

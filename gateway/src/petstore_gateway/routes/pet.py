@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import grpc
@@ -21,6 +22,7 @@ from petstore_gateway.bodies import (
 )
 from petstore_gateway.errors import ApiError, Overrides
 from petstore_gateway.etags import IF_MATCH, if_match_precondition, matches_version, versioned_etag
+from petstore_gateway.idempotency import KEY_REUSED_IS_422, idempotency_key, replay_headers
 from petstore_gateway.keys import CLIENTS, PET_CACHE, PRINCIPAL
 from petstore_gateway.negotiation import BodyFormat
 from petstore_gateway.params import (
@@ -29,7 +31,7 @@ from petstore_gateway.params import (
     PAGE_TOKEN_PARAM,
     parse_id,
     parse_limit,
-    split_values,
+    query_values,
 )
 from petstore_gateway.pet_cache import CachedPet
 from petstore_gateway.representations.pet import (
@@ -58,17 +60,18 @@ routes = web.RouteTableDef()
 
 @routes.post("/v2/pet")
 async def add_pet(request: web.Request) -> web.Response:
+    key = idempotency_key(request)
     pet = await read_body(
         request, PET, lambda value: pet_from_wire(value, require_id=False), invalid_status=405
     )
     reply = await call(
         request,
         request.app[CLIENTS].pet.CreatePet,
-        pet_service_pb2.CreatePetRequest(pet=pet, caller=request[PRINCIPAL].caller()),
+        pet_service_pb2.CreatePetRequest(pet=pet, caller=request[PRINCIPAL].caller(), idempotency_key=key),
         service=SERVICE,
-        overrides=INVALID_INPUT_IS_405,
+        overrides={**INVALID_INPUT_IS_405, **KEY_REUSED_IS_422},
     )
-    return _respond_pet(request, reply.pet)
+    return _respond_pet(request, reply.pet, headers=replay_headers(reply.idempotent_replay))
 
 
 def encode_pet(pet: pet_pb2.Pet, body_format: BodyFormat) -> CachedPet:
@@ -77,9 +80,11 @@ def encode_pet(pet: pet_pb2.Pet, body_format: BodyFormat) -> CachedPet:
     return CachedPet(pet.version, body, versioned_etag(pet.version, body))
 
 
-def _respond_pet(request: web.Request, pet: pet_pb2.Pet) -> web.Response:
+def _respond_pet(
+    request: web.Request, pet: pet_pb2.Pet, *, headers: Mapping[str, str] | None = None
+) -> web.Response:
     entity = encode_pet(pet, response_type(request).format)
-    return respond_entity(request, entity.body, entity.etag, conditional=False)
+    return respond_entity(request, entity.body, entity.etag, conditional=False, headers=headers)
 
 
 def _write_overrides(request: web.Request) -> Overrides:
@@ -118,7 +123,7 @@ async def _list_pets(request: web.Request, query: pet_service_pb2.ListPetsReques
 
 @routes.get("/v2/pet/findByStatus")
 async def find_pets_by_status(request: web.Request) -> web.Response:
-    names = split_values(request.query.getall("status", []))
+    names = query_values(request.query, "status")
     if not names:
         raise ApiError(400, f"status is required: one or more of {', '.join(PET_STATUSES)}")
     try:
@@ -130,7 +135,7 @@ async def find_pets_by_status(request: web.Request) -> web.Response:
 
 @routes.get("/v2/pet/findByTags")
 async def find_pets_by_tags(request: web.Request) -> web.Response:
-    tags = split_values(request.query.getall("tags", []))
+    tags = query_values(request.query, "tags")
     if not tags:
         raise ApiError(400, "tags is required: one or more tag names")
     return await _list_pets(request, pet_service_pb2.ListPetsRequest(tag_names=tags))

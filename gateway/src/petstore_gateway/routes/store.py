@@ -7,10 +7,17 @@ from aiohttp import web
 from petstore.order.v1 import order_service_pb2
 from petstore.pet.v1 import pet_service_pb2
 from petstore_gateway.bodies import read_body, respond, respond_message
+from petstore_gateway.errors import ApiError
+from petstore_gateway.idempotency import KEY_REUSED_IS_422, idempotency_key, replay_headers
 from petstore_gateway.keys import CLIENTS, PRINCIPAL
 from petstore_gateway.params import parse_id
 from petstore_gateway.representations.inventory import INVENTORY, inventory_to_wire
-from petstore_gateway.representations.order import ORDER, order_from_wire, order_to_wire
+from petstore_gateway.representations.order import (
+    ORDER,
+    order_from_wire,
+    order_status_from_wire,
+    order_to_wire,
+)
 from petstore_gateway.rpc import call
 
 SERVICE = "order"
@@ -28,11 +35,35 @@ async def get_inventory(request: web.Request) -> web.Response:
 
 @routes.post("/v2/store/order")
 async def place_order(request: web.Request) -> web.Response:
+    key = idempotency_key(request)
     order = await read_body(request, ORDER, order_from_wire)
     reply = await call(
         request,
         request.app[CLIENTS].order.CreateOrder,
-        order_service_pb2.CreateOrderRequest(order=order, caller=request[PRINCIPAL].caller()),
+        order_service_pb2.CreateOrderRequest(
+            order=order, caller=request[PRINCIPAL].caller(), idempotency_key=key
+        ),
+        service=SERVICE,
+        overrides=KEY_REUSED_IS_422,
+    )
+    return respond(
+        request, order_to_wire(reply.order), ORDER, headers=replay_headers(reply.idempotent_replay)
+    )
+
+
+@routes.put("/v2/store/order/{orderId}")
+async def update_order_status(request: web.Request) -> web.Response:
+    """Staff move an order on; the body is an Order, of which only status (and id) are read."""
+    order_id = parse_id(request.match_info["orderId"], "orderId")
+    body_id, status = await read_body(request, ORDER, order_status_from_wire)
+    if body_id is not None and body_id != order_id:
+        raise ApiError(400, f"the body's id {body_id} is not the orderId {order_id} of the path")
+    reply = await call(
+        request,
+        request.app[CLIENTS].order.UpdateOrderStatus,
+        order_service_pb2.UpdateOrderStatusRequest(
+            id=order_id, status=status, caller=request[PRINCIPAL].caller()
+        ),
         service=SERVICE,
     )
     return respond(request, order_to_wire(reply.order), ORDER)

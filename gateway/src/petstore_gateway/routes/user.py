@@ -5,9 +5,10 @@ from __future__ import annotations
 from aiohttp import web
 
 from petstore.user.v1 import user_service_pb2
-from petstore_gateway.auth import API_KEY_HEADER
 from petstore_gateway.bodies import read_body, respond, respond_message
+from petstore_gateway.credentials import request_credential
 from petstore_gateway.errors import ApiError
+from petstore_gateway.idempotency import KEY_REUSED_IS_422, idempotency_key, replay_headers
 from petstore_gateway.keys import AUTHENTICATOR, CLIENTS, METRICS, PRINCIPAL, RATE_LIMITS
 from petstore_gateway.ratelimit import too_many
 from petstore_gateway.representations.order import format_utc
@@ -28,21 +29,24 @@ routes = web.RouteTableDef()
 
 @routes.post("/v2/user")
 async def create_user(request: web.Request) -> web.Response:
+    key = idempotency_key(request)
     user, password = await read_body(request, USER, lambda value: user_from_wire(value, for_create=True))
     reply = await call(
         request,
         request.app[CLIENTS].user.CreateUser,
         user_service_pb2.CreateUserRequest(
-            user=user, password=password or "", caller=request[PRINCIPAL].caller()
+            user=user, password=password or "", caller=request[PRINCIPAL].caller(), idempotency_key=key
         ),
         service=SERVICE,
+        overrides=KEY_REUSED_IS_422,
     )
-    return respond_message(request, str(reply.user.id))
+    return respond_message(request, str(reply.user.id), headers=replay_headers(reply.idempotent_replay))
 
 
 async def _create_users(request: web.Request) -> web.Response:
+    key = idempotency_key(request)
     users = await read_body(request, USERS, users_from_wire)
-    await call(
+    reply = await call(
         request,
         request.app[CLIENTS].user.CreateUsers,
         user_service_pb2.CreateUsersRequest(
@@ -50,10 +54,12 @@ async def _create_users(request: web.Request) -> web.Response:
                 user_service_pb2.CreateUserRequest(user=user, password=password) for user, password in users
             ],
             caller=request[PRINCIPAL].caller(),
+            idempotency_key=key,
         ),
         service=SERVICE,
+        overrides=KEY_REUSED_IS_422,
     )
-    return respond_message(request, "ok")
+    return respond_message(request, "ok", headers=replay_headers(reply.idempotent_replay))
 
 
 @routes.post("/v2/user/createWithArray")
@@ -95,8 +101,8 @@ async def login(request: web.Request) -> web.Response:
 
 @routes.get("/v2/user/logout")
 async def logout(request: web.Request) -> web.Response:
-    """Ends the session sent as api_key, if it is one; "ok" in every case."""
-    token = request.headers.get(API_KEY_HEADER, "")
+    """Ends the session sent as api_key or Bearer, if it is one; "ok" in every case."""
+    token = request_credential(request)
     authenticator = request.app[AUTHENTICATOR]
     if token.count(".") == 2:
         try:

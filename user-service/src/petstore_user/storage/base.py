@@ -13,6 +13,7 @@ from typing import Protocol
 
 from petstore.user.v1 import user_pb2
 from petstore_common.errors import InvalidArgument
+from petstore_common.idempotency import IdempotencyStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +71,10 @@ class UserStore(Protocol):
     Every method raises petstore_common.errors exceptions with a client-safe message; stored
     and returned users are copies, never shared with the caller.
     """
+
+    @property
+    def idempotency(self) -> IdempotencyStore:
+        """Idempotency records of sign-ups, in the same database."""
 
     async def ensure_indexes(self) -> None:
         """Create the indexes uniqueness and the queries need (idempotent)."""

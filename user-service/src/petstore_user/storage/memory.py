@@ -13,6 +13,7 @@ from datetime import datetime
 
 from petstore.user.v1 import user_pb2
 from petstore_common.errors import AlreadyExists, NotFound
+from petstore_common.idempotency import MemoryIdempotencyStore
 from petstore_user.storage.base import (
     Account,
     Session,
@@ -37,6 +38,7 @@ class MemoryUserStore:
         self._ids_by_username: dict[str, int] = {}
         self._sessions: dict[str, _StoredSession] = {}
         self._last_assigned_id = 0
+        self.idempotency = MemoryIdempotencyStore()
 
     async def ensure_indexes(self) -> None:
         """Nothing to index: the username dict is the index."""

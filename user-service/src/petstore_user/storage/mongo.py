@@ -16,6 +16,7 @@ from pymongo.errors import DuplicateKeyError, OperationFailure
 
 from petstore.user.v1 import user_pb2
 from petstore_common.errors import AlreadyExists, NotFound
+from petstore_common.idempotency import MongoIdempotencyStore
 from petstore_common.mongo import IdAllocator, duplicate_key_field, insert_with_new_id, ping
 from petstore_user.storage.base import (
     Account,
@@ -46,8 +47,10 @@ class MongoUserStore:
         self._users = database["users"]
         self._sessions = database["sessions"]
         self._ids = IdAllocator(database["counters"], USER_ID_COUNTER)
+        self.idempotency = MongoIdempotencyStore(database["idempotency_keys"])
 
     async def ensure_indexes(self) -> None:
+        await self.idempotency.ensure_indexes()
         await self._users.create_index("username", unique=True)
         await self._sessions.create_index("user_id")
         await self._sessions.create_index("expires_at")

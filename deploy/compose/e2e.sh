@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# `make e2e-compose`: the tests/e2e suite and the container fault tests (tests/faults/containers) against
+# docker-compose.yml on a Docker engine, from whatever this machine has:
+#
+#   1. engine     a Docker engine that answers is used as is; otherwise (root, apt-get) Debian's
+#                 docker.io is installed and dockerd started for this run, and stopped at the
+#                 end by its PID, also on failure (deploy/compose/engine.sh)
+#   2. compose    the docker CLI's compose plugin, or Compose built once into .cache/deploy-tools
+#   3. images     the Python base image and MongoDB pulled, or built offline as stand-ins
+#                 (deploy/compose/images.sh), then the four images from their Dockerfiles
+#   4. suite      pytest brings the stack up (two replicas of each gRPC service), waits for
+#                 health, runs the tests through the gateway published on 127.0.0.1, takes
+#                 the stack down
+#
+# Under CI=true nothing here may be skipped: a missing engine is installed or the run fails.
+# Prints how long each step took.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+VENV="${VENV:-$ROOT/.venv}"
+ENGINE="$ROOT/deploy/compose/engine.sh"
+# shellcheck source=deploy/tools.sh
+source "$ROOT/deploy/tools.sh"
+
+TIMES=()
+step_started=0
+step() {
+  finish_step
+  STEP="$1"
+  step_started=$SECONDS
+  printf '\n==> %s\n' "$STEP"
+}
+finish_step() {
+  if [[ -n "${STEP:-}" ]]; then
+    TIMES+=("$(printf '%-8s %4ds' "$STEP" $((SECONDS - step_started)))")
+  fi
+  STEP=""
+}
+report() {
+  finish_step
+  printf '\ne2e-compose: time per step\n'
+  printf '  %s\n' "${TIMES[@]}"
+  printf '  %-8s %4ds\n' total "$SECONDS"
+}
+die() {
+  printf 'e2e-compose: FAILED: %s\n' "$*" >&2
+  exit 1
+}
+
+# The run's own project and secrets: nothing a developer's .env or running stack holds.
+PROJECT="petstore-e2e-$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+export PETSTORE_COMPOSE_PROJECT="$PROJECT"
+export PETSTORE_API_KEYS="${PETSTORE_API_KEYS:-e2e-static-key-0123456789}"
+export PETSTORE_SESSION_SECRET="${PETSTORE_SESSION_SECRET:-$(head -c 36 /dev/urandom | base64 | tr -d '\n/+=')}"
+export GATEWAY_PUBLISH="${GATEWAY_PUBLISH:-127.0.0.1:18080}"
+# A replica that comes back is found by its callers when their connections age out: 5 s
+# rather than the default 30 s keeps the rolling-restart test short.
+export GRPC_MAX_CONNECTION_AGE_SECONDS="${GRPC_MAX_CONNECTION_AGE_SECONDS:-5}"
+[[ "$GATEWAY_PUBLISH" == 127.* ]] || die "GATEWAY_PUBLISH must be on 127.0.0.0/8: the tests send traffic only there"
+
+STACK_UP=""
+ENGINE_STARTED=0
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  if [[ -n "$STACK_UP" ]]; then
+    # pytest takes its stack down itself; this is for a run cut short before it could.
+    "${COMPOSE[@]}" -p "$PROJECT" down -v --remove-orphans >/dev/null 2>&1 || true
+  fi
+  if [[ "$ENGINE_STARTED" == 1 ]]; then
+    "$ENGINE" stop || status=1
+  fi
+  report
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+step engine
+# The PID file is written before `start` returns: a run cut short while dockerd starts stops it too.
+ENGINE_STARTED=1
+ENGINE_STARTED="$("$ENGINE" start | sed -n 's/^STARTED=//p')"
+
+step compose
+find_compose || die "Docker Compose is not available and could not be built with Go"
+echo "compose: ${COMPOSE[*]} ($("${COMPOSE[@]}" version --short))"
+
+step images
+decisions="$(deploy/compose/images.sh)"
+DATABASE="$(sed -n 's/^DATABASE=//p' <<<"$decisions")"
+# Compose reads its files from COMPOSE_FILE, and so do the tests (tests/e2e/conftest.py).
+export COMPOSE_FILE="$ROOT/docker-compose.yml"
+if [[ "$DATABASE" == ferretdb ]]; then
+  COMPOSE_FILE+=":$ROOT/deploy/compose/ferretdb.yml"
+  echo "NOTE: no MongoDB image can be had here: the stack runs on FerretDB instead (deploy/compose/ferretdb.yml)"
+fi
+export PETSTORE_COMPOSE="${COMPOSE[*]}"
+
+step build
+LOGS="${PETSTORE_CACHE_DIR:-$ROOT/.cache}/e2e-compose"
+mkdir -p "$LOGS"
+echo "building the four images (log: $LOGS/build.log)"
+"${COMPOSE[@]}" -p "$PROJECT" build >"$LOGS/build.log" 2>&1 || {
+  tail -n 40 "$LOGS/build.log" >&2
+  die "compose build failed (the whole log: $LOGS/build.log)"
+}
+docker image ls --format '  {{.Repository}}:{{.Tag}} {{.Size}}' 'petstore/*'
+
+step suite
+STACK_UP=1
+PETSTORE_E2E_MODE=compose "$VENV/bin/python" -m pytest -p no:cacheprovider tests/e2e tests/faults/containers

@@ -1,0 +1,39 @@
+"""The Idempotency-Key request header (IETF httpapi draft; Stripe's API works the same way).
+
+The gateway checks the key's form and passes it on; the service that owns the resource keeps
+the record and decides replay, conflict or mismatch.
+"""
+
+from __future__ import annotations
+
+import grpc
+from aiohttp import web
+
+from petstore_gateway.errors import ApiError
+
+IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
+REPLAYED_HEADER = "Idempotent-Replayed"
+"""Set to "true" on an answer that repeats the first answer to the key."""
+MAX_KEY_CHARS = 255
+KEY_REUSED_IS_422 = {grpc.StatusCode.FAILED_PRECONDITION: 422}
+"""A create fails its precondition only when its key was used for a different request."""
+
+
+def idempotency_key(request: web.Request) -> str:
+    """The request's key, or "" without one; 400 for a key that is not 1 to 255 characters of
+    visible ASCII (or is sent twice)."""
+    values = request.headers.getall(IDEMPOTENCY_KEY_HEADER, [])
+    if not values:
+        return ""
+    if len(values) > 1:
+        raise ApiError(400, f"{IDEMPOTENCY_KEY_HEADER} must be sent once")
+    key = values[0]
+    if not (0 < len(key) <= MAX_KEY_CHARS and all("!" <= char <= "~" for char in key)):
+        raise ApiError(
+            400, f"{IDEMPOTENCY_KEY_HEADER} must be 1 to {MAX_KEY_CHARS} characters of visible ASCII"
+        )
+    return key
+
+
+def replay_headers(replayed: bool) -> dict[str, str] | None:
+    return {REPLAYED_HEADER: "true"} if replayed else None

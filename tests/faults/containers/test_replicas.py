@@ -1,0 +1,102 @@
+"""Two replicas of each gRPC service behind one name: under load both replicas of every
+service serve calls (their own logs say so), and SIGTERM to one replica at a time, each
+started again before the next, loses no request: in-flight calls finish, the callers'
+round_robin channels leave a replica that reports NOT_SERVING and take it back once it
+serves again."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from aiohttp import ClientSession
+
+from tests.e2e.control import ComposeControl, wait_until_serving
+from tests.faults.containers.conftest import SERVICES, rpc_calls
+from tests.faults.load import Request, SteadyLoad, send
+
+BACK_IN_TURN_SECONDS = 15.0
+"""A restarted replica gets calls again within this (reconnect backoff is at most 1 s)."""
+
+
+async def _traffic(session: ClientSession, base: str, static_key: str, unique: str) -> list[Request]:
+    """Requests that reach every service: a pet read, an order (order, then pet), a user read."""
+    pet = await send(
+        session, Request("create pet", "POST", f"{base}/pet", {"name": "Rex", "photoUrls": []}, static_key)
+    )
+    assert pet.status == 200, pet
+    username = f"replica-{unique}"
+    account = {"username": username, "email": f"{username}@example.com", "password": "pw-12345678"}
+    user = await send(session, Request("create user", "POST", f"{base}/user", account))
+    assert user.status == 200, user
+    return [
+        Request("get pet", "GET", f"{base}/pet/{pet.body['id']}"),
+        Request("order", "POST", f"{base}/store/order", {"petId": pet.body["id"]}, static_key),
+        Request("get user", "GET", f"{base}/user/{username}"),
+    ]
+
+
+async def _wait_for_calls(container: Any, since: float, within: float) -> None:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if sum((await asyncio.to_thread(rpc_calls, container, since)).values()):
+            return
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"{container.name} served no call within {within}s of serving again")
+
+
+async def test_both_replicas_of_each_service_serve_calls(
+    compose: ComposeControl, base: str, session: ClientSession, static_key: str, unique: str
+) -> None:
+    requests = await _traffic(session, base, static_key, unique)
+    started = time.time()
+    async with SteadyLoad(session, requests, workers=4) as load:
+        await asyncio.sleep(4.0)
+    assert {o.status for o in load.outcomes} == {200}
+    for service in SERVICES:
+        replicas = compose.containers(service)
+        assert len(replicas) == 2, service
+        served = {c.name: sum(rpc_calls(c, started).values()) for c in replicas}
+        print(f"{service}: calls per replica {served}")
+        assert all(served.values()), f"{service}: a replica served no call: {served}"
+        # round_robin: the two are near even (the order service's pet checks count for pet too).
+        low, high = sorted(served.values())
+        assert low >= high / 3, f"{service}: unbalanced {served}"
+
+
+async def test_restarting_one_replica_at_a_time_loses_no_request(
+    compose: ComposeControl, base: str, session: ClientSession, static_key: str, unique: str
+) -> None:
+    requests = await _traffic(session, base, static_key, unique)
+    events: list[tuple[float, str]] = []
+    async with SteadyLoad(session, requests, workers=4) as load:
+        await asyncio.sleep(1.0)
+        for service in SERVICES:
+            for container in compose.containers(service):
+                # SIGTERM: NOT_SERVING, in-flight calls finish (GRACE_SECONDS), exit 0.
+                events.append((time.monotonic(), f"stop {container.name}"))
+                await asyncio.to_thread(container.stop, timeout=30)
+                container.reload()
+                assert container.attrs["State"]["ExitCode"] == 0, f"{container.name} did not stop cleanly"
+                events.append((time.monotonic(), f"start {container.name}"))
+                await asyncio.to_thread(container.start)
+                await asyncio.to_thread(wait_until_serving, container)
+                events.append((time.monotonic(), f"serving {container.name}"))
+                await _wait_for_calls(container, time.time(), BACK_IN_TURN_SECONDS)
+                events.append((time.monotonic(), f"in turn {container.name}"))
+        await asyncio.sleep(1.0)
+
+    outcomes = load.outcomes
+    failed = [o for o in outcomes if o.status != 200]
+    print(f"{len(outcomes)} requests during {len(events) // 4} replica restarts, {len(failed)} not 200")
+    assert len(events) == 4 * 2 * len(SERVICES)
+    assert len(outcomes) > 100
+    assert failed == [], [(_after(events, o.started), o.request, o.status, o.body) for o in failed[:10]]
+
+
+def _after(events: list[tuple[float, str]], moment: float) -> str:
+    """`moment` as seconds after the last event before it."""
+    before = [(at, what) for at, what in events if at <= moment] or [(moment, "start")]
+    at, what = before[-1]
+    return f"{moment - at:.2f}s after {what}"
