@@ -62,6 +62,7 @@ def create_app(settings: GatewaySettings, *, clients: ServiceClients | None = No
     app[PET_CACHE] = PetCache(
         max_entries=settings.pet_cache_max_entries, max_bytes=settings.pet_cache_max_bytes
     )
+    app[METRICS].watch_cache(app[PET_CACHE])
     if clients is None:
         app.cleanup_ctx.append(_service_clients)
     else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from aiohttp import web
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -13,6 +15,10 @@ from prometheus_client import (
     ProcessCollector,
     generate_latest,
 )
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from petstore_gateway.pet_cache import PetCache
 
 KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"})
 UNMATCHED_ROUTE = "<unmatched>"
@@ -45,6 +51,10 @@ class GatewayMetrics:
             registry=self.registry,
         )
 
+    def watch_cache(self, cache: PetCache) -> None:
+        """Expose the pet cache's counters, read at scrape time (nothing on the request path)."""
+        self.registry.register(_PetCacheCollector(cache))
+
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         method = method if method in KNOWN_METHODS else "OTHER"
         self.requests.labels(method, route, str(status)).inc()
@@ -57,6 +67,42 @@ class GatewayMetrics:
         response = web.Response(body=generate_latest(self.registry))
         response.headers["Content-Type"] = CONTENT_TYPE_LATEST
         return response
+
+
+class _PetCacheCollector(Collector):
+    def __init__(self, cache: PetCache) -> None:
+        self._cache = cache
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self._cache.stats
+        lookups = CounterMetricFamily(
+            "gateway_pet_cache_lookups",
+            "Pet reads looked up in the cache while it was live, by result (hit or miss).",
+            labels=["result"],
+        )
+        lookups.add_metric(["hit"], stats.hits)
+        lookups.add_metric(["miss"], stats.misses)
+        yield lookups
+        yield CounterMetricFamily(
+            "gateway_pet_cache_discarded_fills",
+            "Reads not cached because their pet changed while they were in flight.",
+            value=stats.discarded,
+        )
+        yield CounterMetricFamily(
+            "gateway_pet_cache_losses",
+            "Times the WatchPets stream was lost and the cache emptied.",
+            value=stats.lost,
+        )
+        yield GaugeMetricFamily(
+            "gateway_pet_cache_live",
+            "1 while the cache is kept coherent and answers reads.",
+            value=int(self._cache.live),
+        )
+        entries, size = self._cache.size
+        yield GaugeMetricFamily("gateway_pet_cache_entries", "Representations cached.", value=entries)
+        yield GaugeMetricFamily(
+            "gateway_pet_cache_bytes", "Bytes counted against PET_CACHE_MAX_BYTES.", value=size
+        )
 
 
 def route_template(request: web.Request) -> str:

@@ -212,3 +212,14 @@ async def test_a_lost_stream_empties_the_cache_and_reads_go_through(
     calls = backend.pet.get_calls
     await cached_client.get("/v2/pet/1")
     assert backend.pet.get_calls == calls + 1
+
+
+async def test_the_cache_reports_itself_in_the_metrics(cached_client: Client, backend: FakeBackend) -> None:
+    backend.pet.add(1, "Rex")
+    for _ in range(3):
+        await cached_client.get("/v2/pet/1")
+    text = await (await cached_client.get("/metrics")).text()
+    assert 'gateway_pet_cache_lookups_total{result="hit"} 2.0' in text
+    assert 'gateway_pet_cache_lookups_total{result="miss"} 1.0' in text
+    assert "gateway_pet_cache_live 1.0" in text
+    assert "gateway_pet_cache_entries 1.0" in text
