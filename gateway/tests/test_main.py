@@ -83,3 +83,78 @@ def test_serves_and_stops_gracefully_on_a_signal(signum: signal.Signals) -> None
     assert process.returncode == 0
     assert b"very-secret-static-key" not in stderr
     assert b'"msg":"stopped"' in stderr
+
+
+def children_of(pid: int) -> list[int]:
+    """The pids whose parent is `pid`, from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def test_workers_share_the_port_and_stop_with_the_first() -> None:
+    port = free_port()
+    dead = f"127.0.0.1:{free_port()}"
+    process = start(
+        {
+            "PETSTORE_SESSION_SECRET": SESSION_SECRET,
+            "GATEWAY_PORT": str(port),
+            "GATEWAY_WORKERS": "3",
+            "PET_SERVICE_ADDR": dead,
+            "ORDER_SERVICE_ADDR": dead,
+            "USER_SERVICE_ADDR": dead,
+        }
+    )
+    try:
+        deadline = time.monotonic() + 30
+        workers: list[int] = []
+        while len(workers) < 2 or not all(listening(pid, port) for pid in [process.pid, *workers]):
+            assert time.monotonic() < deadline, "the workers did not all listen"
+            time.sleep(0.1)
+            workers = children_of(process.pid)
+        assert len(workers) == 2
+        assert get(f"http://127.0.0.1:{port}/livez")[0] == 200
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0
+    assert stderr.count(b'"msg":"stopped"') == 3
+    assert all(not os.path.exists(f"/proc/{pid}/stat") or is_zombie(pid) for pid in workers)
+
+
+def listening(pid: int, port: int) -> bool:
+    """Whether process `pid` holds a socket listening on `port` (by its inode in /proc/net/tcp)."""
+    inodes = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    except OSError:
+        return False
+    with open("/proc/net/tcp") as table:
+        for line in table.readlines()[1:]:
+            fields = line.split()
+            local_port = int(fields[1].split(":")[1], 16)
+            if local_port == port and fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                return True
+    return False
+
+
+def is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True

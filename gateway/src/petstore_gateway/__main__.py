@@ -13,6 +13,7 @@ from petstore_common.tracing import configure_tracing
 from petstore_gateway.app import create_app
 from petstore_gateway.serving import serve
 from petstore_gateway.settings import GatewaySettings
+from petstore_gateway.workers import Workers, worker_index
 
 log = logging.getLogger("petstore_gateway")
 
@@ -24,15 +25,32 @@ def main() -> None:
         print(f"petstore_gateway: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     configure_logging("gateway", settings.log_level)
-    log.info("starting", extra={"settings": repr(settings)})
+    index = worker_index()
+    if index == 0:
+        log.info("starting", extra={"settings": repr(settings)})
+    workers = Workers(settings.workers if index == 0 else 1)
+    workers.start()
     tracing = configure_tracing("gateway", os.environ)  # before the app and its channels exist
     app = create_app(settings)
     if tracing is not None:
         tracing.instrument_app(app)
-    asyncio.run(serve(app, host=settings.host, port=settings.port, grace_seconds=settings.grace_seconds))
+    try:
+        asyncio.run(
+            serve(
+                app,
+                host=settings.host,
+                port=settings.port,
+                grace_seconds=settings.grace_seconds,
+                reuse_port=settings.workers > 1,
+                on_stop=workers.signal_stop,
+            )
+        )
+    finally:
+        workers.signal_stop()
+        workers.wait(timeout=settings.grace_seconds + 5)
     if tracing is not None:
         tracing.shutdown()  # flushes the spans still queued
-    log.info("stopped")
+    log.info("stopped", extra={"worker": index})
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+from collections.abc import Callable
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
@@ -59,15 +60,25 @@ class MalformedRequestLogFilter(logging.Filter):
         return True
 
 
-async def serve(app: web.Application, *, host: str, port: int, grace_seconds: float) -> None:
-    """Serve `app` on host:port until SIGINT or SIGTERM, then drain and stop."""
+async def serve(
+    app: web.Application,
+    *,
+    host: str,
+    port: int,
+    grace_seconds: float,
+    reuse_port: bool = False,
+    on_stop: Callable[[], None] | None = None,
+) -> None:
+    """Serve `app` on host:port until SIGINT or SIGTERM, then drain and stop. `reuse_port`:
+    share the port with other processes (SO_REUSEPORT; the kernel spreads connections);
+    `on_stop` runs as the stop begins (the first worker passes the signal on to the others)."""
     logging.getLogger("aiohttp.server").addFilter(MalformedRequestLogFilter())
     in_flight = InFlight()
     app.middlewares.insert(0, in_flight.middleware)  # outermost: counts every request
     runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=grace_seconds)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, host, port)
+        site = web.TCPSite(runner, host, port, reuse_port=reuse_port or None)
         await site.start()
         log.info("serving", extra={"host": host, "port": port})
         stop = asyncio.Event()
@@ -76,6 +87,8 @@ async def serve(app: web.Application, *, host: str, port: int, grace_seconds: fl
             loop.add_signal_handler(signum, stop.set)
         await stop.wait()
         log.info("stopping", extra={"in_flight": in_flight.count, "grace_seconds": grace_seconds})
+        if on_stop is not None:
+            on_stop()
         await site.stop()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(in_flight.idle(), timeout=grace_seconds)

@@ -1,0 +1,66 @@
+"""GATEWAY_WORKERS: several gateway processes on one port (SO_REUSEPORT), so a machine's cores
+all serve HTTP. The first process serves too and starts the others as `python -m
+petstore_gateway` children: each has its own channels, cache and WatchPets stream. SIGTERM or
+SIGINT to the first is passed on to every other, and each drains on its own. A child dies with
+the first (PR_SET_PDEATHSIG), so none is left holding the port."""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+
+log = logging.getLogger(__name__)
+
+WORKER_ENV = "PETSTORE_GATEWAY_WORKER"
+"""Set in the environment of the processes the first one starts: their index (1, 2, ...)."""
+_PR_SET_PDEATHSIG = 1
+
+
+def worker_index() -> int:
+    """0 for the process started by the operator, else the index its parent gave it."""
+    return int(os.environ.get(WORKER_ENV, "0"))
+
+
+def _die_with_parent() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class Workers:
+    """The other workers of a gateway, started and stopped by the first."""
+
+    def __init__(self, count: int) -> None:
+        self._count = count
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    def start(self) -> None:
+        for index in range(1, self._count):
+            env = {**os.environ, WORKER_ENV: str(index)}
+            self.processes.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "petstore_gateway"], env=env, preexec_fn=_die_with_parent
+                )
+            )
+        if self.processes:
+            log.info("workers started", extra={"pids": [p.pid for p in self.processes]})
+
+    def signal_stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+
+    def wait(self, timeout: float) -> Sequence[int | None]:
+        """Wait for every worker to end (SIGKILL after `timeout`); their exit codes."""
+        codes: list[int | None] = []
+        for process in self.processes:
+            try:
+                codes.append(process.wait(timeout=timeout))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                codes.append(process.wait())
+        return codes
