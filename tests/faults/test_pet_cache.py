@@ -1,0 +1,143 @@
+"""The gateways' pet cache against the real processes on the embedded store (the store whose
+pet service streams its changes): reads are served by the cache, a write is read back at once
+through the same gateway and through another gateway process, a deleted pet is gone, and a
+restarted pet service (an empty store) is never answered for from the old cache."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import ClientSession
+
+from petstore_devstack.stack import Stack
+from tests.faults.conftest import FAULT_ENV, STATIC_KEY, database_prefix
+
+KEY = {"api_key": STATIC_KEY, "Accept": "application/json"}
+
+
+@pytest.fixture
+def stack(log_dir: Path) -> Iterator[Stack]:
+    stack = Stack(
+        mongodb_uri="",  # the embedded store: its pet service streams its own writes
+        api_keys=STATIC_KEY,
+        database_prefix=database_prefix(),
+        extra_env=FAULT_ENV,
+        log_dir=log_dir,
+    )
+    stack.start()
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+async def metric(session: ClientSession, stack: Stack, name: str) -> float:
+    async with session.get(stack.base_url.removesuffix("/v2") + "/metrics") as response:
+        text = await response.text()
+    found = re.search(rf"^{re.escape(name)} ([0-9.e+]+)$", text, re.MULTILINE)
+    assert found is not None, name
+    return float(found.group(1))
+
+
+async def until_live(session: ClientSession, stack: Stack, within: float = 10.0) -> None:
+    for _ in range(int(within * 20)):
+        if await metric(session, stack, "gateway_pet_cache_live") == 1:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the gateway's pet cache did not go live")
+
+
+async def create(session: ClientSession, stack: Stack, name: str) -> dict[str, Any]:
+    async with session.post(f"{stack.base_url}/pet", json={"name": name, "photoUrls": []}, headers=KEY) as r:
+        assert r.status == 200
+        body: dict[str, Any] = await r.json()
+        return body
+
+
+async def read(session: ClientSession, stack: Stack, pet_id: int) -> tuple[int, Any, str | None]:
+    async with session.get(f"{stack.base_url}/pet/{pet_id}", headers=KEY) as response:
+        return response.status, await response.json(), response.headers.get("ETag")
+
+
+async def test_reads_are_cached_and_writes_are_read_back_at_once(
+    stack: Stack, session: ClientSession
+) -> None:
+    await until_live(session, stack)
+    pet = await create(session, stack, "Rex")
+    hits = await metric(session, stack, 'gateway_pet_cache_lookups_total{result="hit"}')
+    for _ in range(5):
+        assert (await read(session, stack, pet["id"]))[0] == 200
+    assert await metric(session, stack, 'gateway_pet_cache_lookups_total{result="hit"}') >= hits + 4
+
+    for round_ in range(30):  # every write is read back at once, never the version before
+        name = f"Rex {round_}"
+        async with session.put(f"{stack.base_url}/pet", json={**pet, "name": name}, headers=KEY) as r:
+            assert r.status == 200
+            written_tag = r.headers["ETag"]
+        status, body, etag = await read(session, stack, pet["id"])
+        assert (status, body["name"], etag) == (200, name, written_tag)
+
+    async with session.delete(f"{stack.base_url}/pet/{pet['id']}", headers=KEY) as r:
+        assert r.status == 200
+    assert (await read(session, stack, pet["id"]))[0] == 404
+
+
+async def test_a_restarted_pet_service_is_never_answered_for_from_the_old_cache(
+    stack: Stack, session: ClientSession
+) -> None:
+    await until_live(session, stack)
+    pet = await create(session, stack, "Rex")
+    assert (await read(session, stack, pet["id"]))[0] == 200
+    assert (await read(session, stack, pet["id"]))[0] == 200  # cached now
+
+    process = stack.processes["pet"].process
+    assert process is not None
+    process.send_signal(signal.SIGKILL)
+    await asyncio.to_thread(process.wait)
+    status, body, _ = await read(session, stack, pet["id"])
+    assert status == 503, body  # the stream broke: the cache is gone, the read went through
+
+    await asyncio.to_thread(stack.start_process, "pet")  # an empty embedded store
+    status, body, _ = await read(session, stack, pet["id"])
+    assert status == 404, body
+    await until_live(session, stack)
+    assert (await read(session, stack, pet["id"]))[0] == 404
+    assert await metric(session, stack, "gateway_pet_cache_losses_total") >= 1
+
+
+@pytest.fixture
+def two_gateway_stack(log_dir: Path) -> Iterator[Stack]:
+    stack = Stack(
+        mongodb_uri="",
+        api_keys=STATIC_KEY,
+        database_prefix=database_prefix(),
+        extra_env={**FAULT_ENV, "GATEWAY_WORKERS": "2"},
+        log_dir=log_dir,
+    )
+    stack.start()
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+async def test_a_write_through_one_worker_reaches_the_cache_of_the_other(
+    two_gateway_stack: Stack, session: ClientSession
+) -> None:
+    """Each request of `session` is a new connection, so the kernel spreads them over both
+    workers: every worker's cache must drop the old version once the change is streamed."""
+    stack = two_gateway_stack
+    pet = await create(session, stack, "Rex")
+    for _ in range(20):  # both workers cache it
+        assert (await read(session, stack, pet["id"]))[0] == 200
+    async with session.put(f"{stack.base_url}/pet", json={**pet, "name": "Max"}, headers=KEY) as r:
+        assert r.status == 200
+    await asyncio.sleep(0.2)  # the change's delivery to the other worker's stream
+    names = {(await read(session, stack, pet["id"]))[1]["name"] for _ in range(20)}
+    assert names == {"Max"}
