@@ -215,3 +215,18 @@ async def test_delete_only_if_keeps_an_order_whose_status_moved_on(store: OrderS
     assert await store.delete(created.id, only_if=APPROVED) is True
     with pytest.raises(NotFound):
         await store.get(created.id)
+
+
+async def test_of_racing_moves_from_one_status_exactly_one_wins(store: OrderStore) -> None:
+    created = await store.create(an_order())
+
+    moved = await asyncio.gather(
+        *(
+            store.set_status(
+                created.id, expected=order_pb2.ORDER_STATUS_PLACED, status=APPROVED, complete=False
+            )
+            for _ in range(8)
+        )
+    )
+
+    assert sum(order is not None for order in moved) == 1

@@ -8,7 +8,7 @@ from pymongo.errors import DuplicateKeyError
 from petstore.order.v1 import order_pb2
 from petstore_common.errors import AlreadyExists, NotFound
 from petstore_common.idempotency import MongoIdempotencyStore
-from petstore_common.mongo import IdAllocator, insert_with_new_id, ping
+from petstore_common.mongo import IdAllocator, KeyedLocks, insert_with_new_id, ping
 from petstore_order.storage.base import STATUS_NAMES, Status, already_exists, not_found
 from petstore_order.storage.documents import Document, order_from_document, order_to_document
 
@@ -23,6 +23,8 @@ class MongoOrderStore:
         self._orders = database["orders"]
         self._ids = IdAllocator(database["counters"], ORDER_ID_COUNTER)
         self.idempotency = MongoIdempotencyStore(database["idempotency_keys"])
+        self._changing = KeyedLocks()
+        """Status changes of one order, one at a time in this process (see KeyedLocks)."""
 
     async def ensure_indexes(self) -> None:
         await self.idempotency.ensure_indexes()
@@ -60,7 +62,8 @@ class MongoOrderStore:
         query: Document = {"_id": order_id}
         if only_if is not None:
             query.update(_status_is(only_if))
-        result = await self._orders.delete_one(query)
+        async with self._changing.hold(order_id):
+            result = await self._orders.delete_one(query)
         if result.deleted_count == 1:
             return True
         await self.get(order_id)  # NotFound when absent; else its status moved on
@@ -69,12 +72,13 @@ class MongoOrderStore:
     async def set_status(
         self, order_id: int, *, expected: Status, status: Status, complete: bool
     ) -> order_pb2.Order | None:
-        # update_one with the old status in the filter: one atomic compare-and-set on every
-        # server (FerretDB's findAndModify is not atomic).
-        result = await self._orders.update_one(
-            {"_id": order_id, **_status_is(expected)},
-            {"$set": {"status": STATUS_NAMES[status], "complete": complete}},
-        )
+        # update_one with the old status in the filter: an atomic compare-and-set on MongoDB;
+        # FerretDB v1 filters and writes in two steps, so this process also takes them in turn.
+        async with self._changing.hold(order_id):
+            result = await self._orders.update_one(
+                {"_id": order_id, **_status_is(expected)},
+                {"$set": {"status": STATUS_NAMES[status], "complete": complete}},
+            )
         if result.matched_count == 0:
             await self.get(order_id)  # NotFound when absent
             return None
