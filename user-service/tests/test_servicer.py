@@ -21,6 +21,7 @@ from petstore_common.errors import NotFound
 from petstore_common.grpc_client import create_channel, is_serving
 from petstore_common.grpc_server import RunningService, start_service
 from petstore_common.settings import ServiceSettings
+from petstore_common.versions import Precondition
 from petstore_user.passwords import PARAMETERS, Passwords
 from petstore_user.service import SERVICE_NAME, build_definition
 from petstore_user.sessions import SessionTokens
@@ -167,7 +168,7 @@ async def test_a_created_user_is_returned_by_get(stub: UserServiceAsyncStub, sto
     created = await create(stub, a_user())
 
     assert created.id > 0
-    assert created == a_user(id=created.id)
+    assert created == a_user(id=created.id, version=1)
     assert await get(stub, "ann") == created
     account = await store.get_account("ann")
     assert account.password_hash.startswith("$argon2id$v=19$m=19456,t=2,p=1$")
@@ -278,7 +279,7 @@ async def test_users_update_themselves_and_a_new_password_replaces_the_old(
 
     reply = await stub.UpdateUser(request, timeout=5)
 
-    assert reply.user == a_user(first_name="Annie", email="annie@example.com", id=ann.id)
+    assert reply.user == a_user(first_name="Annie", email="annie@example.com", id=ann.id, version=2)
     assert await get(stub, "ann") == reply.user
     assert (await login(stub, password="new-password")).session_token
     with fails(INVALID, "invalid username/password supplied"):
@@ -654,3 +655,18 @@ async def test_twelve_racing_bulk_twins_create_the_users_once(stub: UserServiceA
     assert len({tuple(u.id for u in r.users) for r in done}) == 1
     assert all(r.code() == grpc.StatusCode.ABORTED for r in replies if isinstance(r, grpc.aio.AioRpcError))
     assert (await get(stub, "bob")).id == done[0].users[1].id
+
+
+async def test_an_update_under_a_stale_version_changes_nothing(stub: UserServiceAsyncStub) -> None:
+    ann = await create(stub, a_user())
+    update = user_service_pb2.UpdateUserRequest(
+        caller=STAFF, username="ann", user=a_user(first_name="Annie"), precondition=Precondition(versions=[1])
+    )
+    first = (await stub.UpdateUser(update, timeout=5)).user
+
+    with fails(
+        grpc.StatusCode.FAILED_PRECONDITION, "user ann was changed since the version given (If-Match)"
+    ):
+        await stub.UpdateUser(update, timeout=5)  # version 1 is gone
+    assert (first.version, await get(stub, "ann")) == (2, first)
+    assert ann.version == 1

@@ -22,6 +22,7 @@ from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
 from petstore_common.callers import customer_id, is_staff, require_staff
 from petstore_common.errors import InvalidArgument, NotFound, PermissionDenied
 from petstore_common.idempotency import DEFAULT_TTL_SECONDS, Idempotency, Reservation, fingerprint
+from petstore_common.versions import required_versions
 from petstore_user import validation
 from petstore_user.passwords import MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS, Passwords
 from petstore_user.sessions import MAX_SESSION_ID_CHARS, SessionTokens
@@ -117,7 +118,10 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         if not is_staff(request.caller):
             user = _with_status(user, current.user_status)
         password_hash = await self._passwords.hash(request.password) if request.HasField("password") else None
-        updated = await self._store.update(current.id, username, user, password_hash)
+        accepted = required_versions(request.precondition, request.HasField("precondition"))
+        updated = await self._store.update(
+            current.id, username, user, password_hash, accepted_versions=accepted
+        )
         return user_service_pb2.UpdateUserResponse(user=updated)
 
     async def DeleteUser(

@@ -9,7 +9,7 @@ import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
 from petstore.user.v1 import user_pb2
-from petstore_common.errors import AlreadyExists, InvalidArgument, NotFound
+from petstore_common.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from petstore_user.storage.base import Account, Session, UserStore
 from petstore_user.storage.documents import Document
 from petstore_user.storage.memory import MemoryUserStore
@@ -41,7 +41,7 @@ def a_user(username: str = "ann", **fields: object) -> user_pb2.User:
     return user_pb2.User(username=username, email=f"{username}@example.com", **fields)  # type: ignore[arg-type]
 
 
-def a_full_user(username: str = "ann") -> user_pb2.User:
+def a_full_user(username: str = "ann", version: int = 0) -> user_pb2.User:
     return user_pb2.User(
         username=username,
         first_name="Ann",
@@ -49,6 +49,7 @@ def a_full_user(username: str = "ann") -> user_pb2.User:
         email=f"{username}@example.com",
         phone="+44 20 7946 0000",
         user_status=3,
+        version=version,
     )
 
 
@@ -68,7 +69,7 @@ async def test_create_then_get_round_trips_every_field(store: UserStore) -> None
 
     assert created.HasField("id")
     assert created.id > 0
-    assert without_id(created) == a_full_user()
+    assert without_id(created) == a_full_user(version=1)
     assert await store.get("ann") == created
     account = await store.get_account("ann")
     assert (account.user, account.password_hash) == (created, HASH)
@@ -199,7 +200,7 @@ async def test_update_replaces_every_field_but_the_id(store: UserStore) -> None:
 
     updated = await store.update(created.id, "ann", replacement, None)
 
-    assert updated == user_pb2.User(id=created.id, username="ann", email="new@example.com")
+    assert updated == user_pb2.User(id=created.id, username="ann", email="new@example.com", version=2)
     assert await store.get("ann") == updated
     assert (await store.get_account("ann")).password_hash == HASH
 
@@ -341,3 +342,13 @@ async def test_stored_users_are_copies(store: UserStore) -> None:
     created.first_name = "changed too"
 
     assert (await store.get("ann")).first_name == ""
+
+
+async def test_a_conditional_update_needs_the_stored_version(store: UserStore) -> None:
+    created = await store.create(an_account(a_full_user()))
+
+    with pytest.raises(FailedPrecondition):
+        await store.update(created.id, "ann", a_user(), None, accepted_versions={created.version + 1})
+    assert await store.get("ann") == created
+    updated = await store.update(created.id, "ann", a_user(), None, accepted_versions={created.version})
+    assert updated.version == created.version + 1

@@ -37,8 +37,18 @@ def test_an_account_becomes_a_document_and_back() -> None:
         "phone": "555",
         "user_status": 2,
         "password_hash": "$argon2id$hash",
+        "version": 1,
     }
-    assert account_from_document(document) == Account(USER, "$argon2id$hash")
+    read_back = account_from_document(document)
+    expected = user_pb2.User()
+    expected.CopyFrom(USER)
+    expected.version = 1
+    assert read_back.user == expected
+    assert read_back.password_hash == "$argon2id$hash"
+
+
+def test_a_document_from_before_versions_is_version_0() -> None:
+    assert user_from_document({"_id": 3, "username": "ann"}).version == 0
 
 
 def test_a_user_read_from_a_document_never_holds_the_hash() -> None:

@@ -6,7 +6,7 @@ clients may see, so nothing a store returns as a `User` can leak a hash.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -104,13 +104,21 @@ class UserStore(Protocol):
         """The user with this username and its password hash; NotFound when absent."""
 
     async def update(
-        self, user_id: int, username: str, user: user_pb2.User, password_hash: str | None
+        self,
+        user_id: int,
+        username: str,
+        user: user_pb2.User,
+        password_hash: str | None,
+        *,
+        accepted_versions: Collection[int] | None = None,
     ) -> user_pb2.User:
-        """Replace every field but the id of the user `user_id` still named `username`.
+        """Replace every field but the id of the user `user_id` still named `username`, and
+        give it the next version (a user is created with FIRST_VERSION).
 
         The password hash changes only when one is given. NotFound when no user has both
         (deleted or renamed since the caller read it); AlreadyExists when `user.username`
-        is another user's.
+        is another user's; with `accepted_versions`, FailedPrecondition (nothing changed) when
+        the stored version is not one of them, checked atomically with the write.
         """
 
     async def replace_password_hash(self, user_id: int, old_hash: str, new_hash: str) -> None:

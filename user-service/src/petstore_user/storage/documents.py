@@ -10,12 +10,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from petstore.user.v1 import user_pb2
+from petstore_common.versions import FIRST_VERSION
 from petstore_user.storage.base import Account, Session
 
 Document = dict[str, Any]
 
 USER_FIELDS: tuple[str, ...] = ("username", "first_name", "last_name", "email", "phone", "user_status")
-"""Every field of a user but the id (which is the document's `_id`)."""
+"""Every field of a user but the id (which is the document's `_id`) and the version."""
+VERSION_KEY = "version"
+"""Set by the store on each write; absent in documents written before users had versions (0)."""
 
 
 def user_fields(user: user_pb2.User) -> Document:
@@ -24,15 +27,17 @@ def user_fields(user: user_pb2.User) -> Document:
 
 
 def account_to_document(account: Account) -> Document:
+    """A new user's document: its version is FIRST_VERSION whatever the message says."""
     document = user_fields(account.user)
     document["password_hash"] = account.password_hash
+    document[VERSION_KEY] = FIRST_VERSION
     if account.user.HasField("id"):
         document["_id"] = account.user.id
     return document
 
 
 def user_from_document(document: Mapping[str, Any]) -> user_pb2.User:
-    user = user_pb2.User(id=document["_id"])
+    user = user_pb2.User(id=document["_id"], version=document.get(VERSION_KEY, 0))
     for name in USER_FIELDS:
         if name in document:
             setattr(user, name, document[name])

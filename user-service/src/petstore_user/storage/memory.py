@@ -7,13 +7,14 @@ what makes usernames unique here, as the unique index does in MongoDB.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from petstore.user.v1 import user_pb2
 from petstore_common.errors import AlreadyExists, NotFound
 from petstore_common.idempotency import MemoryIdempotencyStore
+from petstore_common.versions import FIRST_VERSION, check_version
 from petstore_user.storage.base import (
     Account,
     Session,
@@ -67,15 +68,23 @@ class MemoryUserStore:
         return Account(_copy(stored.user), stored.password_hash)
 
     async def update(
-        self, user_id: int, username: str, user: user_pb2.User, password_hash: str | None
+        self,
+        user_id: int,
+        username: str,
+        user: user_pb2.User,
+        password_hash: str | None,
+        *,
+        accepted_versions: Collection[int] | None = None,
     ) -> user_pb2.User:
         stored = self._accounts.get(user_id)
         if stored is None or stored.user.username != username:
             raise NotFound(not_found(username))
+        check_version(stored.user.version, accepted_versions, f"user {username}")
         if user.username != username and user.username in self._ids_by_username:
             raise AlreadyExists(username_taken(user.username))
         replacement = _copy(user)
         replacement.id = user_id
+        replacement.version = stored.user.version + 1
         del self._ids_by_username[username]
         self._ids_by_username[replacement.username] = user_id
         self._accounts[user_id] = Account(
@@ -131,6 +140,7 @@ class MemoryUserStore:
 
     def _insert(self, account: Account) -> user_pb2.User:
         stored = _copy(account.user)
+        stored.version = FIRST_VERSION
         if not stored.HasField("id"):
             # Like the Mongo counter: draw the next number, skipping ids clients chose.
             stored.id = next(

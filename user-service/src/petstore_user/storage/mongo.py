@@ -7,7 +7,7 @@ deleted by `delete_expired_sessions`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
 from pymongo import ReturnDocument
@@ -15,9 +15,10 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
 from petstore.user.v1 import user_pb2
-from petstore_common.errors import AlreadyExists, NotFound
+from petstore_common.errors import Aborted, AlreadyExists, NotFound
 from petstore_common.idempotency import MongoIdempotencyStore
-from petstore_common.mongo import IdAllocator, duplicate_key_field, insert_with_new_id, ping
+from petstore_common.mongo import IdAllocator, KeyedLocks, duplicate_key_field, insert_with_new_id, ping
+from petstore_common.versions import check_version
 from petstore_user.storage.base import (
     Account,
     Session,
@@ -28,6 +29,7 @@ from petstore_user.storage.base import (
     username_taken,
 )
 from petstore_user.storage.documents import (
+    VERSION_KEY,
     Document,
     account_from_document,
     account_to_document,
@@ -48,6 +50,7 @@ class MongoUserStore:
         self._sessions = database["sessions"]
         self._ids = IdAllocator(database["counters"], USER_ID_COUNTER)
         self.idempotency = MongoIdempotencyStore(database["idempotency_keys"])
+        self._writing = KeyedLocks()
 
     async def ensure_indexes(self) -> None:
         await self.idempotency.ensure_indexes()
@@ -99,24 +102,41 @@ class MongoUserStore:
         return account_from_document(await self._find(username))
 
     async def update(
-        self, user_id: int, username: str, user: user_pb2.User, password_hash: str | None
+        self,
+        user_id: int,
+        username: str,
+        user: user_pb2.User,
+        password_hash: str | None,
+        *,
+        accepted_versions: Collection[int] | None = None,
     ) -> user_pb2.User:
         changes = user_fields(user)
         if password_hash is not None:
             changes["password_hash"] = password_hash
-        try:
-            updated = await self._users.find_one_and_update(
-                {"_id": user_id, "username": username},
-                {"$set": changes},
-                return_document=ReturnDocument.AFTER,
-            )
-        except OperationFailure as exc:
-            if not _violates_unique_index(exc):
-                raise
-            # `_id` does not change: the username index is the one violated.
-            raise AlreadyExists(username_taken(user.username)) from None
+        async with self._writing.hold(user_id):  # see KeyedLocks: FerretDB's updates are two steps
+            stored = await self._users.find_one({"_id": user_id, "username": username})
+            if stored is None:
+                raise NotFound(not_found(username))
+            version = stored.get(VERSION_KEY, 0)
+            check_version(version, accepted_versions, f"user {username}")
+            changes[VERSION_KEY] = version + 1
+            # Written only if nobody wrote since the read: the new version then names exactly this.
+            unchanged = {
+                "_id": user_id,
+                "username": username,
+                VERSION_KEY: stored.get(VERSION_KEY, {"$exists": False}),
+            }
+            try:
+                updated = await self._users.find_one_and_update(
+                    unchanged, {"$set": changes}, return_document=ReturnDocument.AFTER
+                )
+            except OperationFailure as exc:
+                if not _violates_unique_index(exc):
+                    raise
+                # `_id` does not change: the username index is the one violated.
+                raise AlreadyExists(username_taken(user.username)) from None
         if updated is None:
-            raise NotFound(not_found(username))
+            raise Aborted(f"user {username} is being changed by others; try again")
         return user_from_document(updated)
 
     async def replace_password_hash(self, user_id: int, old_hash: str, new_hash: str) -> None:

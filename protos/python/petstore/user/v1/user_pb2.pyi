@@ -29,6 +29,7 @@ class User(_message.Message):
     EMAIL_FIELD_NUMBER: _builtins.int
     PHONE_FIELD_NUMBER: _builtins.int
     USER_STATUS_FIELD_NUMBER: _builtins.int
+    VERSION_FIELD_NUMBER: _builtins.int
     id: _builtins.int
     """The user's numeric identifier: assigned by the server when absent on create."""
     username: _builtins.str
@@ -43,6 +44,10 @@ class User(_message.Message):
     """The user's phone number."""
     user_status: _builtins.int
     """A client-defined status code."""
+    version: _builtins.int
+    """The stored version: 1 when created, one more on each change; set by the service, ignored
+    on input. It names the user's state for HTTP ETags and If-Match.
+    """
     def __init__(
         self,
         *,
@@ -53,10 +58,11 @@ class User(_message.Message):
         email: _builtins.str = ...,
         phone: _builtins.str = ...,
         user_status: _builtins.int = ...,
+        version: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_id", b"_id", "id", b"id"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_id", b"_id", "email", b"email", "first_name", b"first_name", "id", b"id", "last_name", b"last_name", "phone", b"phone", "user_status", b"user_status", "username", b"username"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_id", b"_id", "email", b"email", "first_name", b"first_name", "id", b"id", "last_name", b"last_name", "phone", b"phone", "user_status", b"user_status", "username", b"username", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__id: _TypeAlias = _typing.Literal["id"]  # noqa: Y015
     _WhichOneofArgType__id: _TypeAlias = _typing.Literal["_id", b"_id"]  # noqa: Y015

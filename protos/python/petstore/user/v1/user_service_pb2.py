@@ -25,49 +25,50 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from petstore.auth.v1 import caller_pb2 as petstore_dot_auth_dot_v1_dot_caller__pb2
 from petstore.user.v1 import user_pb2 as petstore_dot_user_dot_v1_dot_user__pb2
+from petstore.versioning.v1 import precondition_pb2 as petstore_dot_versioning_dot_v1_dot_precondition__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#petstore/user/v1/user_service.proto\x12\x10petstore.user.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dpetstore/auth/v1/caller.proto\x1a\x1bpetstore/user/v1/user.proto\"\x8e\x01\n\x11\x43reateUserRequest\x12$\n\x04user\x18\x01 \x01(\x0b\x32\x16.petstore.user.v1.User\x12\x10\n\x08password\x18\x02 \x01(\t\x12(\n\x06\x63\x61ller\x18\x03 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fidempotency_key\x18\x04 \x01(\t\"U\n\x12\x43reateUserResponse\x12$\n\x04user\x18\x01 \x01(\x0b\x32\x16.petstore.user.v1.User\x12\x19\n\x11idempotent_replay\x18\x02 \x01(\x08\"\x8b\x01\n\x12\x43reateUsersRequest\x12\x32\n\x05users\x18\x01 \x03(\x0b\x32#.petstore.user.v1.CreateUserRequest\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"W\n\x13\x43reateUsersResponse\x12%\n\x05users\x18\x01 \x03(\x0b\x32\x16.petstore.user.v1.User\x12\x19\n\x11idempotent_replay\x18\x02 \x01(\x08\"L\n\x0eGetUserRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"a\n\x0fGetUserResponse\x12$\n\x04user\x18\x01 \x01(\x0b\x32\x16.petstore.user.v1.User\x12(\n\x04view\x18\x02 \x01(\x0e\x32\x1a.petstore.user.v1.UserView\"\x9f\x01\n\x11UpdateUserRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12$\n\x04user\x18\x02 \x01(\x0b\x32\x16.petstore.user.v1.User\x12\x15\n\x08password\x18\x03 \x01(\tH\x00\x88\x01\x01\x12(\n\x06\x63\x61ller\x18\x05 \x01(\x0b\x32\x18.petstore.auth.v1.CallerB\x0b\n\t_passwordJ\x04\x08\x04\x10\x05\":\n\x12UpdateUserResponse\x12$\n\x04user\x18\x01 \x01(\x0b\x32\x16.petstore.user.v1.User\"U\n\x11\x44\x65leteUserRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12(\n\x06\x63\x61ller\x18\x03 \x01(\x0b\x32\x18.petstore.auth.v1.CallerJ\x04\x08\x02\x10\x03\"\x14\n\x12\x44\x65leteUserResponse\"2\n\x0cLoginRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\"W\n\rLoginResponse\x12\x15\n\rsession_token\x18\x01 \x01(\t\x12/\n\x0b\x65xpire_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"&\n\rLogoutRequest\x12\x15\n\rsession_token\x18\x01 \x01(\t\"\x10\n\x0eLogoutResponse\")\n\x13\x43heckSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"&\n\x14\x43heckSessionResponse\x12\x0e\n\x06\x61\x63tive\x18\x01 \x01(\x08*O\n\x08UserView\x12\x19\n\x15USER_VIEW_UNSPECIFIED\x10\x00\x12\x12\n\x0eUSER_VIEW_FULL\x10\x01\x12\x14\n\x10USER_VIEW_PUBLIC\x10\x02\x32\xba\x05\n\x0bUserService\x12W\n\nCreateUser\x12#.petstore.user.v1.CreateUserRequest\x1a$.petstore.user.v1.CreateUserResponse\x12Z\n\x0b\x43reateUsers\x12$.petstore.user.v1.CreateUsersRequest\x1a%.petstore.user.v1.CreateUsersResponse\x12N\n\x07GetUser\x12 .petstore.user.v1.GetUserRequest\x1a!.petstore.user.v1.GetUserResponse\x12W\n\nUpdateUser\x12#.petstore.user.v1.UpdateUserRequest\x1a$.petstore.user.v1.UpdateUserResponse\x12W\n\nDeleteUser\x12#.petstore.user.v1.DeleteUserRequest\x1a$.petstore.user.v1.DeleteUserResponse\x12H\n\x05Login\x12\x1e.petstore.user.v1.LoginRequest\x1a\x1f.petstore.user.v1.LoginResponse\x12K\n\x06Logout\x12\x1f.petstore.user.v1.LogoutRequest\x1a .petstore.user.v1.LogoutResponse\x12]\n\x0c\x43heckSession\x12%.petstore.user.v1.CheckSessionRequest\x1a&.petstore.user.v1.CheckSessionResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#petstore/user/v1/user_service.proto\x12\x10petstore.user.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dpetstore/auth/v1/caller.proto\x1a\x1bpetstore/user/v1/user.proto\x1a)petstore/versioning/v1/precondition.proto\"\x8e\x01\n\x11\x43reateUserRequest\x12$\n\x04user\x18\x01 \x01(\x0b\x32\x16.petstore.user.v1.User\x12\x10\n\x08password\x18\x02 \x01(\t\x12(\n\x06\x63\x61ller\x18\x03 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fidempotency_key\x18\x04 \x01(\t\"U\n\x12\x43reateUserResponse\x12$\n\x04user\x18\x01 \x01(\x0b\x32\x16.petstore.user.v1.User\x12\x19\n\x11idempotent_replay\x18\x02 \x01(\x08\"\x8b\x01\n\x12\x43reateUsersRequest\x12\x32\n\x05users\x18\x01 \x03(\x0b\x32#.petstore.user.v1.CreateUserRequest\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"W\n\x13\x43reateUsersResponse\x12%\n\x05users\x18\x01 \x03(\x0b\x32\x16.petstore.user.v1.User\x12\x19\n\x11idempotent_replay\x18\x02 \x01(\x08\"L\n\x0eGetUserRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"a\n\x0fGetUserResponse\x12$\n\x04user\x18\x01 \x01(\x0b\x32\x16.petstore.user.v1.User\x12(\n\x04view\x18\x02 \x01(\x0e\x32\x1a.petstore.user.v1.UserView\"\xdb\x01\n\x11UpdateUserRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12$\n\x04user\x18\x02 \x01(\x0b\x32\x16.petstore.user.v1.User\x12\x15\n\x08password\x18\x03 \x01(\tH\x00\x88\x01\x01\x12(\n\x06\x63\x61ller\x18\x05 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12:\n\x0cprecondition\x18\x06 \x01(\x0b\x32$.petstore.versioning.v1.PreconditionB\x0b\n\t_passwordJ\x04\x08\x04\x10\x05\":\n\x12UpdateUserResponse\x12$\n\x04user\x18\x01 \x01(\x0b\x32\x16.petstore.user.v1.User\"U\n\x11\x44\x65leteUserRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12(\n\x06\x63\x61ller\x18\x03 \x01(\x0b\x32\x18.petstore.auth.v1.CallerJ\x04\x08\x02\x10\x03\"\x14\n\x12\x44\x65leteUserResponse\"2\n\x0cLoginRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\"W\n\rLoginResponse\x12\x15\n\rsession_token\x18\x01 \x01(\t\x12/\n\x0b\x65xpire_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"&\n\rLogoutRequest\x12\x15\n\rsession_token\x18\x01 \x01(\t\"\x10\n\x0eLogoutResponse\")\n\x13\x43heckSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"&\n\x14\x43heckSessionResponse\x12\x0e\n\x06\x61\x63tive\x18\x01 \x01(\x08*O\n\x08UserView\x12\x19\n\x15USER_VIEW_UNSPECIFIED\x10\x00\x12\x12\n\x0eUSER_VIEW_FULL\x10\x01\x12\x14\n\x10USER_VIEW_PUBLIC\x10\x02\x32\xba\x05\n\x0bUserService\x12W\n\nCreateUser\x12#.petstore.user.v1.CreateUserRequest\x1a$.petstore.user.v1.CreateUserResponse\x12Z\n\x0b\x43reateUsers\x12$.petstore.user.v1.CreateUsersRequest\x1a%.petstore.user.v1.CreateUsersResponse\x12N\n\x07GetUser\x12 .petstore.user.v1.GetUserRequest\x1a!.petstore.user.v1.GetUserResponse\x12W\n\nUpdateUser\x12#.petstore.user.v1.UpdateUserRequest\x1a$.petstore.user.v1.UpdateUserResponse\x12W\n\nDeleteUser\x12#.petstore.user.v1.DeleteUserRequest\x1a$.petstore.user.v1.DeleteUserResponse\x12H\n\x05Login\x12\x1e.petstore.user.v1.LoginRequest\x1a\x1f.petstore.user.v1.LoginResponse\x12K\n\x06Logout\x12\x1f.petstore.user.v1.LogoutRequest\x1a .petstore.user.v1.LogoutResponse\x12]\n\x0c\x43heckSession\x12%.petstore.user.v1.CheckSessionRequest\x1a&.petstore.user.v1.CheckSessionResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'petstore.user.v1.user_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_USERVIEW']._serialized_start=1403
-  _globals['_USERVIEW']._serialized_end=1482
-  _globals['_CREATEUSERREQUEST']._serialized_start=151
-  _globals['_CREATEUSERREQUEST']._serialized_end=293
-  _globals['_CREATEUSERRESPONSE']._serialized_start=295
-  _globals['_CREATEUSERRESPONSE']._serialized_end=380
-  _globals['_CREATEUSERSREQUEST']._serialized_start=383
-  _globals['_CREATEUSERSREQUEST']._serialized_end=522
-  _globals['_CREATEUSERSRESPONSE']._serialized_start=524
-  _globals['_CREATEUSERSRESPONSE']._serialized_end=611
-  _globals['_GETUSERREQUEST']._serialized_start=613
-  _globals['_GETUSERREQUEST']._serialized_end=689
-  _globals['_GETUSERRESPONSE']._serialized_start=691
-  _globals['_GETUSERRESPONSE']._serialized_end=788
-  _globals['_UPDATEUSERREQUEST']._serialized_start=791
-  _globals['_UPDATEUSERREQUEST']._serialized_end=950
-  _globals['_UPDATEUSERRESPONSE']._serialized_start=952
-  _globals['_UPDATEUSERRESPONSE']._serialized_end=1010
-  _globals['_DELETEUSERREQUEST']._serialized_start=1012
-  _globals['_DELETEUSERREQUEST']._serialized_end=1097
-  _globals['_DELETEUSERRESPONSE']._serialized_start=1099
-  _globals['_DELETEUSERRESPONSE']._serialized_end=1119
-  _globals['_LOGINREQUEST']._serialized_start=1121
-  _globals['_LOGINREQUEST']._serialized_end=1171
-  _globals['_LOGINRESPONSE']._serialized_start=1173
-  _globals['_LOGINRESPONSE']._serialized_end=1260
-  _globals['_LOGOUTREQUEST']._serialized_start=1262
-  _globals['_LOGOUTREQUEST']._serialized_end=1300
-  _globals['_LOGOUTRESPONSE']._serialized_start=1302
-  _globals['_LOGOUTRESPONSE']._serialized_end=1318
-  _globals['_CHECKSESSIONREQUEST']._serialized_start=1320
-  _globals['_CHECKSESSIONREQUEST']._serialized_end=1361
-  _globals['_CHECKSESSIONRESPONSE']._serialized_start=1363
-  _globals['_CHECKSESSIONRESPONSE']._serialized_end=1401
-  _globals['_USERSERVICE']._serialized_start=1485
-  _globals['_USERSERVICE']._serialized_end=2183
+  _globals['_USERVIEW']._serialized_start=1506
+  _globals['_USERVIEW']._serialized_end=1585
+  _globals['_CREATEUSERREQUEST']._serialized_start=194
+  _globals['_CREATEUSERREQUEST']._serialized_end=336
+  _globals['_CREATEUSERRESPONSE']._serialized_start=338
+  _globals['_CREATEUSERRESPONSE']._serialized_end=423
+  _globals['_CREATEUSERSREQUEST']._serialized_start=426
+  _globals['_CREATEUSERSREQUEST']._serialized_end=565
+  _globals['_CREATEUSERSRESPONSE']._serialized_start=567
+  _globals['_CREATEUSERSRESPONSE']._serialized_end=654
+  _globals['_GETUSERREQUEST']._serialized_start=656
+  _globals['_GETUSERREQUEST']._serialized_end=732
+  _globals['_GETUSERRESPONSE']._serialized_start=734
+  _globals['_GETUSERRESPONSE']._serialized_end=831
+  _globals['_UPDATEUSERREQUEST']._serialized_start=834
+  _globals['_UPDATEUSERREQUEST']._serialized_end=1053
+  _globals['_UPDATEUSERRESPONSE']._serialized_start=1055
+  _globals['_UPDATEUSERRESPONSE']._serialized_end=1113
+  _globals['_DELETEUSERREQUEST']._serialized_start=1115
+  _globals['_DELETEUSERREQUEST']._serialized_end=1200
+  _globals['_DELETEUSERRESPONSE']._serialized_start=1202
+  _globals['_DELETEUSERRESPONSE']._serialized_end=1222
+  _globals['_LOGINREQUEST']._serialized_start=1224
+  _globals['_LOGINREQUEST']._serialized_end=1274
+  _globals['_LOGINRESPONSE']._serialized_start=1276
+  _globals['_LOGINRESPONSE']._serialized_end=1363
+  _globals['_LOGOUTREQUEST']._serialized_start=1365
+  _globals['_LOGOUTREQUEST']._serialized_end=1403
+  _globals['_LOGOUTRESPONSE']._serialized_start=1405
+  _globals['_LOGOUTRESPONSE']._serialized_end=1421
+  _globals['_CHECKSESSIONREQUEST']._serialized_start=1423
+  _globals['_CHECKSESSIONREQUEST']._serialized_end=1464
+  _globals['_CHECKSESSIONRESPONSE']._serialized_start=1466
+  _globals['_CHECKSESSIONRESPONSE']._serialized_end=1504
+  _globals['_USERSERVICE']._serialized_start=1588
+  _globals['_USERSERVICE']._serialized_end=2286
 # @@protoc_insertion_point(module_scope)

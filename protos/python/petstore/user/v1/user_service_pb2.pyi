@@ -11,6 +11,7 @@ from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from petstore.auth.v1 import caller_pb2 as _caller_pb2
 from petstore.user.v1 import user_pb2 as _user_pb2
+from petstore.versioning.v1 import precondition_pb2 as _precondition_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -249,6 +250,7 @@ class UpdateUserRequest(_message.Message):
     USER_FIELD_NUMBER: _builtins.int
     PASSWORD_FIELD_NUMBER: _builtins.int
     CALLER_FIELD_NUMBER: _builtins.int
+    PRECONDITION_FIELD_NUMBER: _builtins.int
     username: _builtins.str
     """The current username of the user to update."""
     password: _builtins.str
@@ -261,6 +263,12 @@ class UpdateUserRequest(_message.Message):
     def caller(self) -> _caller_pb2.Caller:
         """Who asks."""
 
+    @_builtins.property
+    def precondition(self) -> _precondition_pb2.Precondition:
+        """When set, the update happens only if the stored version is one of these (HTTP If-Match):
+        FAILED_PRECONDITION otherwise, and nothing changes.
+        """
+
     def __init__(
         self,
         *,
@@ -268,10 +276,11 @@ class UpdateUserRequest(_message.Message):
         user: _user_pb2.User | None = ...,
         password: _builtins.str | None = ...,
         caller: _caller_pb2.Caller | None = ...,
+        precondition: _precondition_pb2.Precondition | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_password", b"_password", "caller", b"caller", "password", b"password", "user", b"user"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_password", b"_password", "caller", b"caller", "password", b"password", "precondition", b"precondition", "user", b"user"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_password", b"_password", "caller", b"caller", "password", b"password", "user", b"user", "username", b"username"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_password", b"_password", "caller", b"caller", "password", b"password", "precondition", b"precondition", "user", b"user", "username", b"username"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__password: _TypeAlias = _typing.Literal["password"]  # noqa: Y015
     _WhichOneofArgType__password: _TypeAlias = _typing.Literal["_password", b"_password"]  # noqa: Y015
