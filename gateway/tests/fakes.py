@@ -387,11 +387,14 @@ class FakeUserService(user_service_pb2_grpc.UserServiceServicer):
     ) -> user_service_pb2.UpdateUserResponse:
         stored = await self._find(request.username, context)
         await self._check_caller(stored, request.caller, context)
+        if request.HasField("precondition") and stored.user.version not in request.precondition.versions:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"user {request.username} was changed")
         if request.user.username != request.username and request.user.username in self.users:
             await context.abort(grpc.StatusCode.ALREADY_EXISTS, f"username {request.user.username} is taken")
         user = user_pb2.User()
         user.CopyFrom(request.user)
         user.id = stored.user.id
+        user.version = stored.user.version + 1
         del self.users[request.username]
         password = request.password if request.HasField("password") else stored.password
         self.users[user.username] = StoredUser(user, password)

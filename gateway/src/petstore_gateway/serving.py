@@ -75,16 +75,18 @@ async def serve(
     logging.getLogger("aiohttp.server").addFilter(MalformedRequestLogFilter())
     in_flight = InFlight()
     app.middlewares.insert(0, in_flight.middleware)  # outermost: counts every request
+    # Signals are caught before the port is bound: a stop asked for while starting (a worker
+    # told to stop as soon as it listens) is a graceful one, never the default kill.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
     runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=grace_seconds)
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port, reuse_port=reuse_port or None)
         await site.start()
         log.info("serving", extra={"host": host, "port": port})
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
         await stop.wait()
         log.info("stopping", extra={"in_flight": in_flight.count, "grace_seconds": grace_seconds})
         if on_stop is not None:

@@ -374,3 +374,53 @@ async def test_bulk_creation_carries_the_caller(client: Client, backend: FakeBac
     ann = await login(client, "ann")
     await client.post("/v2/user/createWithList", json=[{**ANN, "username": "x1"}], headers={"api_key": ann})
     assert backend.user.last_caller == caller(1)
+
+
+def add_versioned_user(backend: FakeBackend, username: str, user_id: int, version: int) -> None:
+    add_user(backend, username, user_id)
+    backend.user.users[username].user.version = version
+
+
+@WIRES
+async def test_a_full_record_has_a_versioned_etag_per_format_and_revalidates(
+    client: Client, backend: FakeBackend, wire: Wire
+) -> None:
+    add_versioned_user(backend, "ann", 1, 4)
+    response = await client.get("/v2/user/ann", headers={**KEY, "Accept": wire.value})
+    etag = response.headers["ETag"]
+    assert re.fullmatch(r'"4-[0-9a-f]{16}"', etag)
+
+    again = await client.get("/v2/user/ann", headers={**KEY, "Accept": wire.value, "If-None-Match": etag})
+    assert (again.status, await again.read(), again.headers["ETag"]) == (304, b"", etag)
+    other_format = Wire.XML if wire is Wire.JSON else Wire.JSON
+    other = await client.get(
+        "/v2/user/ann", headers={**KEY, "Accept": other_format.value, "If-None-Match": etag}
+    )
+    assert other.status == 200
+    assert other.headers["ETag"] != etag
+
+
+async def test_the_public_view_etag_does_not_reveal_the_version(client: Client, backend: FakeBackend) -> None:
+    add_versioned_user(backend, "ann", 1, 4)
+    response = await client.get("/v2/user/ann")
+    assert re.fullmatch(r'"p-[0-9a-f]{16}"', response.headers["ETag"])
+
+
+@WIRES
+async def test_an_update_under_a_stale_etag_is_412_and_changes_nothing(
+    client: Client, backend: FakeBackend, wire: Wire
+) -> None:
+    add_versioned_user(backend, "ann", 1, 4)
+    current = (await client.get("/v2/user/ann", headers={**KEY, "Accept": wire.value})).headers["ETag"]
+    body = wire.body("User", {"firstName": "Annie"})
+
+    updated = await client.put(
+        "/v2/user/ann", data=body, headers=wire.headers(**KEY, **{"If-Match": current})
+    )
+    stale = await client.put("/v2/user/ann", data=body, headers=wire.headers(**KEY, **{"If-Match": current}))
+    gone = await client.put("/v2/user/zed", data=body, headers=wire.headers(**KEY, **{"If-Match": "*"}))
+
+    assert updated.status == 200
+    assert await error_of(wire, stale) == (412, "user ann was changed")
+    assert (await error_of(wire, gone))[0] == 412
+    assert backend.user.users["ann"].user.version == 5

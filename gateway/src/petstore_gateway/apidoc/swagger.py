@@ -372,6 +372,10 @@ class Operation:
     description: str = ""
     idempotent: bool = False
     """Takes an Idempotency-Key (a create): its header, 409 and 422 are added by `_render`."""
+    conditional_read: bool = False
+    """Answers with an ETag and honours If-None-Match (304): added by `_render`."""
+    conditional_write: bool = False
+    """Honours If-Match (412): added by `_render`."""
 
 
 OPERATIONS: tuple[Operation, ...] = (
@@ -404,6 +408,7 @@ OPERATIONS: tuple[Operation, ...] = (
         (_body(ref("Pet"), "The pet, with its id; every field is replaced"),),
         BODY_MEDIA_TYPES,
         description=STAFF_ONLY_NOTE,
+        conditional_write=True,
     ),
     Operation(
         "get",
@@ -463,6 +468,7 @@ OPERATIONS: tuple[Operation, ...] = (
         _ok("successful operation", ref("Pet")),
         {400: INVALID_ID, 404: PET_NOT_FOUND},
         (PET_ID,),
+        conditional_read=True,
     ),
     Operation(
         "post",
@@ -494,6 +500,7 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         (FORM, MULTIPART),
         description=f"Only the fields sent change. {STAFF_ONLY_NOTE}",
+        conditional_write=True,
     ),
     Operation(
         "delete",
@@ -726,6 +733,7 @@ OPERATIONS: tuple[Operation, ...] = (
         (USERNAME,),
         description="Anyone sees a user's id and username; the user itself (its session) and "
         "staff see the whole record.",
+        conditional_read=True,
     ),
     Operation(
         "put",
@@ -744,6 +752,7 @@ OPERATIONS: tuple[Operation, ...] = (
         BODY_MEDIA_TYPES,
         description="Staff may change any user; a session only its own, and never its id or "
         "userStatus (the stored values are kept).",
+        conditional_write=True,
     ),
     Operation(
         "delete",
@@ -785,6 +794,8 @@ def _derived_errors(op: Operation, max_body_bytes: int) -> dict[int, str]:
             errors[415] = f"Content-Type missing or not one of {', '.join(op.consumes)}"
     offered = ", ".join(t.content_type for t in OFFERED)
     errors[406] = f"Accept allows none of {offered} (the error is then JSON)"
+    if op.conditional_write:
+        errors[412] = "If-Match names a version that is no longer the stored one, or nothing is stored"
     if op.idempotent:
         errors[409] = "A request with this Idempotency-Key is still being processed"
         errors[422] = "This Idempotency-Key was already used with a different request"
@@ -813,6 +824,26 @@ REPLAYED: Json = {
 }
 
 
+ETAG_HEADER: Json = {
+    "ETag": {"type": "string", "description": "A strong tag of this representation (JSON and XML differ)"}
+}
+IF_NONE_MATCH: Json = {
+    "name": "If-None-Match",
+    "in": "header",
+    "description": "The ETag the client holds: 304 without a body while it is current",
+    "required": False,
+    "type": "string",
+}
+IF_MATCH: Json = {
+    "name": "If-Match",
+    "in": "header",
+    "description": "Write only if the stored version is the one this ETag names, else 412; * only "
+    "asks that it exist",
+    "required": False,
+    "type": "string",
+}
+
+
 def _render(op: Operation, max_body_bytes: int) -> Json:
     errors = {**_derived_errors(op, max_body_bytes), **op.errors}
     if 400 in op.errors:
@@ -822,7 +853,14 @@ def _render(op: Operation, max_body_bytes: int) -> Json:
     success = op.success
     if op.idempotent:
         success = {**success, "headers": {**success.get("headers", {}), **REPLAYED}}
+    if op.conditional_read:
+        success = {**success, "headers": {**success.get("headers", {}), **ETAG_HEADER}}
     responses: Json = {"200": success}
+    if op.conditional_read:
+        responses["304"] = {
+            "description": "Not modified: If-None-Match names the current ETag",
+            "headers": ETAG_HEADER,
+        }
     for status in sorted(errors):
         responses[str(status)] = {"description": errors[status], "schema": ref("ApiResponse")}
     responses["429"]["headers"] = {"Retry-After": _int32(minimum=1, description="Seconds to wait")}
@@ -836,6 +874,10 @@ def _render(op: Operation, max_body_bytes: int) -> Json:
     rendered["parameters"] = [dict(parameter) for parameter in op.parameters]
     if op.idempotent:
         rendered["parameters"].append(dict(IDEMPOTENCY_KEY))
+    if op.conditional_read:
+        rendered["parameters"].append(dict(IF_NONE_MATCH))
+    if op.conditional_write:
+        rendered["parameters"].append(dict(IF_MATCH))
     rendered["responses"] = responses
     access = access_of(op.method.upper(), API_PREFIX + op.path)
     if access is not Access.OPEN:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import grpc
 from aiohttp import web
 
 from petstore.user.v1 import user_service_pb2
-from petstore_gateway.bodies import read_body, respond, respond_message
+from petstore_gateway.bodies import read_body, respond_entity, respond_message, response_type
 from petstore_gateway.credentials import request_credential
 from petstore_gateway.errors import ApiError
+from petstore_gateway.etags import IF_MATCH, if_match_precondition, unversioned_etag, versioned_etag
 from petstore_gateway.idempotency import KEY_REUSED_IS_422, idempotency_key, replay_headers
 from petstore_gateway.keys import AUTHENTICATOR, CLIENTS, METRICS, PRINCIPAL, RATE_LIMITS
 from petstore_gateway.ratelimit import too_many
 from petstore_gateway.representations.order import format_utc
+from petstore_gateway.representations.shapes import encode
 from petstore_gateway.representations.user import (
     USER,
     USERS,
@@ -23,6 +26,9 @@ from petstore_gateway.representations.user import (
 from petstore_gateway.rpc import call
 
 SERVICE = "user"
+
+# With If-Match, a version that moved on, or no user at all, fails the precondition (RFC 9110 13.1.1).
+CONDITIONAL_WRITE = {grpc.StatusCode.FAILED_PRECONDITION: 412, grpc.StatusCode.NOT_FOUND: 412}
 
 routes = web.RouteTableDef()
 
@@ -130,9 +136,13 @@ async def get_user(request: web.Request) -> web.Response:
         ),
         service=SERVICE,
     )
+    body_format = response_type(request).format
     if reply.view == user_service_pb2.USER_VIEW_FULL:
-        return respond(request, user_to_wire(reply.user), USER)
-    return respond(request, public_user_to_wire(reply.user), USER)
+        body = encode(user_to_wire(reply.user), body_format, USER)
+        return respond_entity(request, body, versioned_etag(reply.user.version, body))
+    # The public view's tag must not reveal the version: a digest of what is shown.
+    body = encode(public_user_to_wire(reply.user), body_format, USER)
+    return respond_entity(request, body, unversioned_etag(body))
 
 
 @routes.put("/v2/user/{username}")
@@ -146,7 +156,13 @@ async def update_user(request: web.Request) -> web.Response:
     )
     if password is not None:
         update.password = password
-    reply = await call(request, request.app[CLIENTS].user.UpdateUser, update, service=SERVICE)
+    precondition = if_match_precondition(request.headers.get(IF_MATCH))
+    if precondition is not None:
+        update.precondition.CopyFrom(precondition)
+    overrides = CONDITIONAL_WRITE if request.headers.get(IF_MATCH) is not None else {}
+    reply = await call(
+        request, request.app[CLIENTS].user.UpdateUser, update, service=SERVICE, overrides=overrides
+    )
     return respond_message(request, str(reply.user.id))
 
 
