@@ -31,6 +31,13 @@ SCENARIOS: tuple[Scenario, ...] = (
         "read path: gateway middlewares + one GetPet call + one MongoDB find + JSON encoding",
     ),
     Scenario(
+        "get_pet_random",
+        "GET /v2/pet/{id} JSON, random ids",
+        "get_pet_random",
+        "the same read, each for a pet drawn at random from all loaded (--pets): a working set,"
+        " not one hot id",
+    ),
+    Scenario(
         "get_pet_xml",
         "GET /v2/pet/{id} XML",
         "get_pet_xml",

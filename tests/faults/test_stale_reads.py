@@ -1,0 +1,66 @@
+"""No stale reads under load: sixteen clients read pets at random with 5% writes mixed in,
+through two gateway processes on the embedded store (whose pet service streams its changes, so
+the gateways' caches serve). A client that got a write acknowledged never reads that pet at an
+older version afterwards (petstore_bench.mixed keeps the score)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from aiohttp import ClientSession
+
+from petstore_bench.mixed import run_mixed
+from petstore_devstack.stack import Stack
+from tests.faults.conftest import FAULT_ENV, STATIC_KEY, database_prefix
+
+KEY = {"api_key": STATIC_KEY, "Accept": "application/json"}
+PETS = 50
+
+
+@pytest.fixture
+def stack(log_dir: Path) -> Iterator[Stack]:
+    stack = Stack(
+        mongodb_uri="",
+        api_keys=STATIC_KEY,
+        database_prefix=database_prefix(),
+        extra_env={**FAULT_ENV, "GATEWAY_WORKERS": "2", "RATE_LIMIT_PER_SECOND": "0"},
+        log_dir=log_dir,
+    )
+    stack.start()
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+async def cache_hits(session: ClientSession, stack: Stack) -> float:
+    async with session.get(stack.base_url.removesuffix("/v2") + "/metrics") as response:
+        text = await response.text()
+    found = re.findall(r'^gateway_pet_cache_lookups_total\{result="hit"\} ([0-9.e+]+)$', text, re.MULTILINE)
+    return sum(float(value) for value in found)
+
+
+async def test_sixteen_clients_with_five_percent_writes_never_read_a_stale_pet(
+    stack: Stack, session: ClientSession
+) -> None:
+    pets: dict[int, str] = {}
+    for index in range(PETS):
+        name = f"pet-{index}"
+        async with session.post(
+            f"{stack.base_url}/pet", json={"name": name, "photoUrls": []}, headers=KEY
+        ) as r:
+            assert r.status == 200
+            pets[(await r.json())["id"]] = name
+    await asyncio.sleep(0.5)  # the gateways' watch streams are up well before this
+
+    result = await run_mixed(stack.base_url, STATIC_KEY, pets, clients=16, seconds=5.0, write_share=0.05)
+
+    assert result.errors == 0
+    assert result.stale_reads == 0, result.stale_examples
+    assert result.writes > 20  # writes were really mixed in
+    assert result.reads > 400
+    assert await cache_hits(session, stack) > 0  # and the caches really served
