@@ -827,13 +827,6 @@ REPLAYED: Json = {
 ETAG_HEADER: Json = {
     "ETag": {"type": "string", "description": "A strong tag of this representation (JSON and XML differ)"}
 }
-IF_NONE_MATCH: Json = {
-    "name": "If-None-Match",
-    "in": "header",
-    "description": "The ETag the client holds: 304 without a body while it is current",
-    "required": False,
-    "type": "string",
-}
 IF_MATCH: Json = {
     "name": "If-Match",
     "in": "header",
@@ -874,8 +867,6 @@ def _render(op: Operation, max_body_bytes: int) -> Json:
     rendered["parameters"] = [dict(parameter) for parameter in op.parameters]
     if op.idempotent:
         rendered["parameters"].append(dict(IDEMPOTENCY_KEY))
-    if op.conditional_read:
-        rendered["parameters"].append(dict(IF_NONE_MATCH))
     if op.conditional_write:
         rendered["parameters"].append(dict(IF_MATCH))
     rendered["responses"] = responses
