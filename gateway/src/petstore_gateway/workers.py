@@ -36,6 +36,7 @@ class Workers:
 
     def __init__(self, count: int) -> None:
         self._count = count
+        self._stopping = False
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def start(self) -> None:
@@ -50,6 +51,11 @@ class Workers:
             log.info("workers started", extra={"pids": [p.pid for p in self.processes]})
 
     def signal_stop(self) -> None:
+        """SIGTERM each worker once: a second one could reach a worker after its event loop has
+        closed and given SIGTERM back its default action, killing it before it logs its stop."""
+        if self._stopping:
+            return
+        self._stopping = True
         for process in self.processes:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
