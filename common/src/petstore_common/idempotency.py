@@ -60,9 +60,13 @@ MAX_ID_ATTEMPTS = 64
 """Fresh ids tried before giving up: one is taken only when a client chose it."""
 
 
-def check_key(key: str) -> str:
+def is_valid_key(key: str) -> bool:
     """1 to 255 characters of visible ASCII (RFC 8941 tokens and UUIDs fit)."""
-    if not (0 < len(key) <= MAX_KEY_CHARS and all("!" <= char <= "~" for char in key)):
+    return 0 < len(key) <= MAX_KEY_CHARS and all("!" <= char <= "~" for char in key)
+
+
+def check_key(key: str) -> str:
+    if not is_valid_key(key):
         raise InvalidArgument(f"Idempotency-Key must be 1 to {MAX_KEY_CHARS} characters of visible ASCII")
     return key
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 import grpc
 from aiohttp import web
 
+from petstore_common.idempotency import MAX_KEY_CHARS, is_valid_key
 from petstore_gateway.errors import ApiError
 
 IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 """Set to "true" on an answer that repeats the first answer to the key."""
-MAX_KEY_CHARS = 255
 KEY_REUSED_IS_422 = {grpc.StatusCode.FAILED_PRECONDITION: 422}
 """A create fails its precondition only when its key was used for a different request."""
 
@@ -28,7 +28,7 @@ def idempotency_key(request: web.Request) -> str:
     if len(values) > 1:
         raise ApiError(400, f"{IDEMPOTENCY_KEY_HEADER} must be sent once")
     key = values[0]
-    if not (0 < len(key) <= MAX_KEY_CHARS and all("!" <= char <= "~" for char in key)):
+    if not is_valid_key(key):
         raise ApiError(
             400, f"{IDEMPOTENCY_KEY_HEADER} must be 1 to {MAX_KEY_CHARS} characters of visible ASCII"
         )

@@ -19,8 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from petstore_common.idempotency import MAX_KEY_CHARS
 from petstore_gateway.access import Access, access_of
-from petstore_gateway.idempotency import IDEMPOTENCY_KEY_HEADER, MAX_KEY_CHARS, REPLAYED_HEADER
+from petstore_gateway.idempotency import IDEMPOTENCY_KEY_HEADER, REPLAYED_HEADER
 from petstore_gateway.middlewares import API_PREFIX
 from petstore_gateway.negotiation import OFFERED
 from petstore_gateway.params import (

@@ -30,6 +30,10 @@ class MemoryOrderStore:
 
     async def new_id(self) -> int:
         """An id no order has, drawn like create draws one."""
+        return self._draw_id()
+
+    def _draw_id(self) -> int:
+        """Like the Mongo counter: the next number, skipping ids clients chose."""
         self._last_assigned_id = next(
             i for i in itertools.count(self._last_assigned_id + 1) if i not in self._orders
         )
@@ -44,9 +48,7 @@ class MemoryOrderStore:
             if stored.id in self._orders:
                 raise AlreadyExists(already_exists(stored.id))
         else:
-            # Like the Mongo counter: draw the next number, skipping ids clients chose.
-            stored.id = next(i for i in itertools.count(self._last_assigned_id + 1) if i not in self._orders)
-            self._last_assigned_id = stored.id
+            stored.id = self._draw_id()
         self._orders[stored.id] = stored
         return _copy(stored)
 

@@ -44,6 +44,10 @@ class MemoryPetStore:
 
     async def new_id(self) -> int:
         """An id no pet has, drawn like create draws one."""
+        return self._draw_id()
+
+    def _draw_id(self) -> int:
+        """Like the Mongo counter: the next number, skipping ids clients chose."""
         self._last_assigned_id = next(
             i for i in itertools.count(self._last_assigned_id + 1) if i not in self._pets
         )
@@ -55,9 +59,7 @@ class MemoryPetStore:
             if stored.id in self._pets:
                 raise AlreadyExists(already_exists(stored.id))
         else:
-            # Like the Mongo counter: draw the next number, skipping ids clients chose.
-            stored.id = next(i for i in itertools.count(self._last_assigned_id + 1) if i not in self._pets)
-            self._last_assigned_id = stored.id
+            stored.id = self._draw_id()
         stored.version = FIRST_VERSION
         self._pets[stored.id] = stored
         self.changes.publish(PetChange(stored.id, stored.version))
