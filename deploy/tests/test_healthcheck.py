@@ -15,6 +15,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from petstore_common.grpc_server import NO_PORT_SHARING
+
 from .support import REPO
 
 SCRIPT = REPO / "deploy" / "docker" / "healthcheck.py"
@@ -34,7 +36,7 @@ def run_check(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def grpc_health_server() -> Iterator[tuple[int, health.HealthServicer]]:
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2), options=NO_PORT_SHARING)
     servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
     port = server.add_insecure_port("127.0.0.1:0")
@@ -63,7 +65,7 @@ def test_grpc_unknown_service_and_no_server_are_unhealthy(
 ) -> None:
     port, _ = grpc_health_server
     assert run_check("grpc", "--port", str(port), "--service", "no.such.Service").returncode == 1
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1), options=NO_PORT_SHARING)
     free = server.add_insecure_port("127.0.0.1:0")  # bound, never started: nothing answers
     assert run_check("grpc", "--port", str(free)).returncode == 1
 

@@ -17,6 +17,7 @@ from petstore.auth.v1 import caller_pb2
 from petstore.order.v1 import order_pb2, order_service_pb2, order_service_pb2_grpc
 from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
 from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
+from petstore_common.grpc_server import NO_PORT_SHARING
 from petstore_gateway.clients import ORDER_SERVICE, PET_SERVICE, USER_SERVICE
 
 SESSION_SECRET = "test-session-secret-" + "s" * 32
@@ -483,7 +484,7 @@ class FakeBackend:
 
 async def start_backend() -> FakeBackend:
     recorder = RequestIdRecorder()
-    server = grpc.aio.server(interceptors=[recorder])
+    server = grpc.aio.server(interceptors=[recorder], options=NO_PORT_SHARING)
     pet = FakePetService()
     order = FakeOrderService(pet)
     user = FakeUserService()

@@ -14,6 +14,7 @@ import pytest
 
 from petstore.pet.v1 import pet_service_pb2
 from petstore_common.errors import Unavailable
+from petstore_common.grpc_server import NO_PORT_SHARING
 from petstore_order.pets import grpc_pet_directory
 
 from .pet_backend import closed_address, pet_backend
@@ -24,7 +25,7 @@ GetPet = Callable[[pet_service_pb2.GetPetRequest, grpc.aio.ServicerContext[Any, 
 @asynccontextmanager
 async def pet_service_answering(get_pet: GetPet) -> AsyncIterator[str]:
     """A server whose PetService.GetPet behaves as `get_pet` does; yields its address."""
-    server = grpc.aio.server()
+    server = grpc.aio.server(options=NO_PORT_SHARING)
     handler = grpc.unary_unary_rpc_method_handler(
         get_pet,
         request_deserializer=pet_service_pb2.GetPetRequest.FromString,

@@ -143,11 +143,18 @@ class RunningService:
         await self.server.stop(grace)
 
 
+NO_PORT_SHARING: tuple[tuple[str, int], ...] = (("grpc.so_reuseport", 0),)
+"""Server arguments every gRPC server here uses, tests' fakes included. gRPC sets SO_REUSEPORT
+by default, so a second server (or a port-0 bind in a test) can silently share a port that
+another process or test server already listens on, and calls land on the wrong one
+(grpc/grpc#10755). Without it a taken port is an error."""
+
+
 def server_options(settings: ServiceSettings) -> list[tuple[str, int]]:
     """Channel arguments of the server. A maximum connection age makes clients reconnect now
     and then: each time they re-resolve the service's name (every replica behind a headless
     Service or compose's DNS) and their round_robin policy reaches replicas that are new."""
-    options = [("grpc.so_reuseport", 0)]
+    options = list(NO_PORT_SHARING)
     if settings.max_connection_age_seconds > 0:
         options += [
             ("grpc.max_connection_age_ms", int(settings.max_connection_age_seconds * 1000)),

@@ -20,6 +20,7 @@ from grpc_health.v1 import health, health_pb2_grpc
 
 from petstore.order.v1 import order_pb2
 from petstore.user.v1 import user_pb2
+from petstore_common.grpc_server import NO_PORT_SHARING
 from petstore_gateway.clients import ServiceClients
 from petstore_gateway.settings import GatewaySettings
 
@@ -462,7 +463,7 @@ def refusal(request: pytest.FixtureRequest) -> grpc.StatusCode:
 
 @pytest.fixture
 async def refused(settings: GatewaySettings, refusal: grpc.StatusCode) -> AsyncIterator[Client]:
-    server = grpc.aio.server()
+    server = grpc.aio.server(options=NO_PORT_SHARING)
     health_pb2_grpc.add_HealthServicer_to_server(health.aio.HealthServicer(), server)
     server.add_generic_rpc_handlers([_Refuse(refusal)])
     port = server.add_insecure_port("127.0.0.1:0")
