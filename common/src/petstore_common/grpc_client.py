@@ -34,6 +34,11 @@ CHANNEL_OPTIONS: tuple[tuple[str, int | str], ...] = (
     ("grpc.max_reconnect_backoff_ms", 1000),
     ("grpc.keepalive_time_ms", 30_000),
     ("grpc.keepalive_timeout_ms", 5_000),
+    # Connections belong to their channel alone. With gRPC's default process-wide pool a new
+    # channel to an address inherits the state of any other channel's connection to it, e.g. one
+    # in reconnect backoff to a server that has gone and whose port a new server now has: the
+    # new channel's first calls fail UNAVAILABLE at once.
+    ("grpc.use_local_subchannel_pool", 1),
 )
 
 
