@@ -138,10 +138,19 @@ class RunningService:
         with contextlib.suppress(asyncio.CancelledError):
             await self._watchdog
         await self.health.enter_graceful_shutdown()
+        if grace:
+            # Clients watching health hear NOT_SERVING at once, but a call they had already
+            # picked this replica for can still arrive; once the server stops, such a call is
+            # CANCELLED (a 503 at the gateway). A moment's notice lets them all go elsewhere.
+            await asyncio.sleep(min(grace, NOT_SERVING_NOTICE_SECONDS))
         if self._on_stop is not None:
             await self._on_stop()
         await self.server.stop(grace)
 
+
+NOT_SERVING_NOTICE_SECONDS = 0.5
+"""How long a stopping service reports NOT_SERVING while still serving, before it stops taking
+calls (within its grace period)."""
 
 NO_PORT_SHARING: tuple[tuple[str, int], ...] = (("grpc.so_reuseport", 0),)
 """Server arguments every gRPC server here uses, tests' fakes included. gRPC sets SO_REUSEPORT
