@@ -75,8 +75,11 @@ async def add_pet(request: web.Request) -> web.Response:
 
 
 def encode_pet(pet: pet_pb2.Pet, body_format: BodyFormat) -> CachedPet:
-    """A pet's representation in one format, with its ETag."""
-    body = encode(pet_to_wire(pet), body_format, PET)
+    """A pet's representation in one format, with its ETag, fit to be kept in the cache."""
+    # orjson (3.12+) hands back its whole write buffer, at least 4 KiB, for a body of about
+    # 200 bytes and does not trim it (ijl/orjson: the resize is a no-op; home-assistant/core
+    # #181240): 10,000 cached pets held 39 MiB instead of 2. A copy of the exact size is kept.
+    body = memoryview(encode(pet_to_wire(pet), body_format, PET)).tobytes()
     return CachedPet(pet.version, body, versioned_etag(pet.version, body))
 
 
