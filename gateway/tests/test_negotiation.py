@@ -5,6 +5,7 @@ import pytest
 from petstore_gateway.errors import ApiError
 from petstore_gateway.negotiation import (
     JSON_RESPONSE,
+    MEMO_MAX_ACCEPT_LENGTH,
     TEXT_XML_RESPONSE,
     XML_RESPONSE,
     BodyFormat,
@@ -70,3 +71,12 @@ def test_missing_or_unsupported_content_type_is_415(content_type: str | None) ->
         body_format(content_type)
     assert caught.value.status == 415
     assert "Content-Type" in caught.value.message
+
+
+def test_a_long_accept_is_parsed_like_a_short_one() -> None:
+    padding = ", ".join(f"application/x-{n}" for n in range(60))  # longer than the memo takes
+    accept = f"{padding}, application/xml"
+    assert len(accept) > MEMO_MAX_ACCEPT_LENGTH
+    assert choose_response_type(accept) == XML_RESPONSE
+    assert choose_response_type(accept) == XML_RESPONSE
+    assert choose_response_type("application/x-none") is None
