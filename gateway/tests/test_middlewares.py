@@ -165,5 +165,21 @@ async def test_writes_without_a_valid_key_are_401(client: Client, method: str, p
     for headers in ({}, {"api_key": "wrong"}):
         response = await client.request(method, path, data=b"{}", headers=wire.headers(**headers))
         assert response.status == 401
+        assert response.headers["WWW-Authenticate"] == 'Bearer realm="petstore"'
         body = await wire.read(response)
         assert (body["code"], body["type"]) == (401, "error")
+
+
+@pytest.mark.parametrize(("path", "status"), [("/v2/pet/1", 200), ("/v2/pet/x", 400), ("/v2/nothing", 404)])
+async def test_every_v2_answer_varies_on_accept(
+    client: Client, backend: FakeBackend, path: str, status: int
+) -> None:
+    backend.pet.add(1, "Rex")
+    response = await client.get(path, headers={"Accept": "application/xml"})
+    assert response.status == status
+    assert response.headers["Vary"] == "Accept"
+
+
+async def test_probes_do_not_vary(client: Client) -> None:
+    response = await client.get("/livez")
+    assert "Vary" not in response.headers

@@ -46,7 +46,19 @@ async def request_id_middleware(request: web.Request, handler: Handler) -> web.S
     finally:
         current_request_id.reset(token)
     response.headers[REQUEST_ID_HEADER] = request_id
+    if request.path.startswith(API_PREFIX):
+        _vary_on_accept(response)
     return response
+
+
+def _vary_on_accept(response: web.StreamResponse) -> None:
+    """Every /v2 answer, errors included, is JSON or XML by the Accept header: a shared cache
+    must not hand one client's representation to another (RFC 9110, 12.5.5)."""
+    current = response.headers.get("Vary")
+    if current is None:
+        response.headers["Vary"] = "Accept"
+    elif "accept" not in {field.strip().lower() for field in current.split(",")}:
+        response.headers["Vary"] = f"{current}, Accept"
 
 
 @web.middleware
@@ -105,7 +117,14 @@ def _http_message(request: web.Request, status: int) -> str:
     return _HTTP_MESSAGES.get(status) or HTTPStatus(status).phrase.lower()
 
 
+BEARER_CHALLENGE = 'Bearer realm="petstore"'
+"""What a 401 names as the way in (RFC 9110, 11.6.1: a 401 carries a challenge). The api_key
+header takes the same credentials, but is no HTTP authentication scheme to name."""
+
+
 def _error(request: web.Request, status: int, message: str, headers: dict[str, str]) -> web.Response:
+    if status == 401:
+        headers = {**headers, "WWW-Authenticate": BEARER_CHALLENGE}
     # An error is answered in a format the client accepts, or JSON when it accepts none.
     accepted = choose_response_type(request.headers.get("Accept")) or JSON_RESPONSE
     return error_response(status, message, accepted, headers=headers)
