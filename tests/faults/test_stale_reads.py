@@ -27,7 +27,7 @@ def stack(log_dir: Path) -> Iterator[Stack]:
         mongodb_uri="",
         api_keys=STATIC_KEY,
         database_prefix=database_prefix(),
-        extra_env={**FAULT_ENV, "GATEWAY_WORKERS": "2", "RATE_LIMIT_PER_SECOND": "0"},
+        extra_env={**FAULT_ENV, "GATEWAY_WORKERS": str(GATEWAY_WORKERS), "RATE_LIMIT_PER_SECOND": "0"},
         log_dir=log_dir,
     )
     stack.start()
@@ -35,6 +35,21 @@ def stack(log_dir: Path) -> Iterator[Stack]:
         yield stack
     finally:
         stack.stop()
+
+
+GATEWAY_WORKERS = 2
+LIVE_CACHE = re.compile(r'"msg":\s*"pet cache live"')
+
+
+async def wait_for_live_caches(stack: Stack, count: int, timeout_s: float = 30.0) -> None:
+    """Until every gateway worker follows the watch stream: on a busy machine the second one
+    can start after the clients have connected, and then serves none of them."""
+    assert stack.log_dir is not None
+    log = stack.log_dir / "gateway.log"
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while len(LIVE_CACHE.findall(log.read_text() if log.exists() else "")) < count:
+        assert asyncio.get_running_loop().time() < deadline, f"fewer than {count} live gateway caches"
+        await asyncio.sleep(0.1)
 
 
 async def cache_hits(session: ClientSession, stack: Stack) -> float:
@@ -55,7 +70,7 @@ async def test_sixteen_clients_with_five_percent_writes_never_read_a_stale_pet(
         ) as r:
             assert r.status == 200
             pets[(await r.json())["id"]] = name
-    await asyncio.sleep(0.5)  # the gateways' watch streams are up well before this
+    await wait_for_live_caches(stack, GATEWAY_WORKERS)
 
     result = await run_mixed(stack.base_url, STATIC_KEY, pets, clients=16, seconds=5.0, write_share=0.05)
 
