@@ -43,6 +43,18 @@ def test_a_subset_of_scenarios_in_order() -> None:
     assert parse_args(["--scenarios", "login, get_pet_xml"]).scenarios == ("login", "get_pet_xml")
 
 
+def test_the_mixed_scenario_runs_last_its_writes_change_the_etags() -> None:
+    assert parse_args([]).scenarios[-1] == "get_pet_mixed"
+    assert parse_args(["--smoke"]).scenarios[-1] == "get_pet_mixed"
+    chosen = parse_args(["--scenarios", "get_pet_mixed,get_pet_304,post_order"]).scenarios
+    assert chosen == ("get_pet_304", "post_order", "get_pet_mixed")
+
+
+def test_gateway_workers() -> None:
+    assert parse_args([]).gateway_workers == 1
+    assert parse_args(["--gateway-workers", "3"]).gateway_workers == 3
+
+
 @pytest.mark.parametrize(
     "argv",
     [
@@ -52,6 +64,7 @@ def test_a_subset_of_scenarios_in_order() -> None:
         ["--connections", "0"],
         ["--threads", "4", "--connections", "2"],
         ["--pets", "0"],
+        ["--gateway-workers", "0"],
     ],
 )
 def test_refuses_nonsense(argv: list[str]) -> None:

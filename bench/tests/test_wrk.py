@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from petstore_bench import wrk
 from petstore_bench.scenarios import BASELINE, SCENARIOS, Scenario
+from petstore_devstack.ports import free_port, wait_for_port
 
 # What `wrk --latency -s get_pet_json.lua` printed against the baseline (trimmed only of the
 # trailing spaces wrk pads its lines with).
@@ -63,6 +68,18 @@ def test_counts_status_and_socket_errors() -> None:
     assert result.errors.total == 46
     assert result.successes == 6336 - 40
     assert result.to_json()["errors"]["total"] == 46
+
+
+WITH_UNEXPECTED = WITH_ERRORS.replace('"timeout":3}', '"timeout":3,"unexpected":100}')
+
+
+def test_counts_unexpected_statuses_as_errors_not_successes() -> None:
+    result = wrk.parse_result(WITH_UNEXPECTED)
+    assert result.errors.unexpected == 100
+    assert result.errors.total == 146
+    assert result.successes == 6336 - 40 - 100
+    assert result.to_json()["errors"]["unexpected"] == 100
+    assert wrk.parse_result(WITH_ERRORS).errors.unexpected == 0  # absent: nothing expected
 
 
 def test_to_json_reports_milliseconds() -> None:
@@ -125,8 +142,10 @@ def test_command_line() -> None:
     ]
 
 
-@pytest.mark.parametrize("scenario", [BASELINE, *SCENARIOS], ids=lambda s: s.key)
-def test_every_scenario_ships_its_script(scenario: Scenario) -> None:
+@pytest.mark.parametrize(
+    "scenario", [BASELINE, *(s for s in SCENARIOS if s.driver == "wrk")], ids=lambda s: s.key
+)
+def test_every_wrk_scenario_ships_its_script(scenario: Scenario) -> None:
     script = wrk.script_path(scenario.script)
     text = script.read_text()
     assert "report.lua" in text  # its done() prints the result line
@@ -140,3 +159,42 @@ def test_the_report_script_prints_the_marker_we_parse() -> None:
 def test_an_unknown_script_is_an_error() -> None:
     with pytest.raises(wrk.WrkError, match="no Lua script"):
         wrk.script_path("no_such_scenario")
+
+
+@pytest.fixture(scope="module")
+def baseline_url() -> Iterator[str]:
+    """The baseline server: it answers 200 to every GET of pets 1..10, If-None-Match or not."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "petstore_bench.baseline", "--port", str(port), "--pets", "10"]
+    )
+    try:
+        wait_for_port(port, timeout=30)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+
+
+ONE_SECOND = wrk.Load(seconds=1, connections=2, threads=1, timeout_s=2)
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed")
+def test_a_200_where_a_304_is_due_counts_as_unexpected(baseline_url: str, tmp_path: Path) -> None:
+    etags = tmp_path / "etags.txt"
+    etags.write_text('1 "1-0123456789abcdef"\n2 "1-0123456789abcdef"\n')
+    result = wrk.run(
+        "wrk", baseline_url, wrk.script_path("get_pet_304"), ONE_SECOND, {"BENCH_PET_ETAGS_FILE": str(etags)}
+    )
+    assert result.requests > 0
+    assert result.errors.unexpected == result.requests
+    assert result.successes == 0
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed")
+def test_scripts_that_expect_nothing_count_no_unexpected(baseline_url: str) -> None:
+    result = wrk.run(
+        "wrk", baseline_url, wrk.script_path("get_pet_random"), ONE_SECOND, {"BENCH_PET_IDS": "1,2,3"}
+    )
+    assert result.requests > 0
+    assert result.errors.total == 0

@@ -52,6 +52,17 @@ def user_body(index: int) -> dict[str, Any]:
 class LoadedData:
     pet_ids: tuple[int, ...]
     usernames: tuple[str, ...]
+    pet_etags: tuple[str, ...] = ()
+    """The current JSON ETag of each pet, in pet_ids' order (for the 304 scenario)."""
+
+    def pet_names(self) -> dict[int, str]:
+        return {pet_id: pet_body(index)["name"] for index, pet_id in enumerate(self.pet_ids)}
+
+    def etags_lines(self) -> str:
+        """What BENCH_PET_ETAGS_FILE holds: one "<id> <etag>" line per pet."""
+        return "".join(
+            f"{pet_id} {etag}\n" for pet_id, etag in zip(self.pet_ids, self.pet_etags, strict=True)
+        )
 
 
 class LoadError(RuntimeError):
@@ -64,16 +75,36 @@ async def load(base_url: str, api_key: str, *, pets: int, users: int) -> LoadedD
     headers = {"Accept": "application/json", "api_key": api_key}
     async with aiohttp.ClientSession(headers=headers) as session:
 
-        async def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        async def post(path: str, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
             async with limit, session.post(base_url + path, json=body) as response:
                 if response.status != 200:
                     raise LoadError(f"POST {path} answered {response.status}: {await response.text()}")
                 reply: dict[str, Any] = await response.json()
-                return reply
+                return reply, response.headers.get("ETag", "")
+
+        async def get_etag(pet_id: int) -> str:
+            async with limit, session.get(f"{base_url}/pet/{pet_id}") as response:
+                await response.read()
+                if response.status != 200 or not response.headers.get("ETag"):
+                    raise LoadError(f"GET /pet/{pet_id} answered {response.status} without an ETag")
+                return response.headers["ETag"]
+
+        async def revalidates(pet_id: int, etag: str) -> bool:
+            headers = {"If-None-Match": etag}
+            async with limit, session.get(f"{base_url}/pet/{pet_id}", headers=headers) as response:
+                await response.read()
+                return response.status == 304
 
         created = await asyncio.gather(*(post("/pet", pet_body(index)) for index in range(pets)))
         await asyncio.gather(*(post("/user", user_body(index)) for index in range(users)))
+        pet_ids = tuple(int(pet["id"]) for pet, _ in created)
+        etags = tuple(etag for _, etag in created)
+        # POST /pet answers with the JSON representation's ETag, which a GET revalidates: check
+        # it on the first pet, and fall back to one GET per pet if the two ever differ.
+        if not all(etags) or not await revalidates(pet_ids[0], etags[0]):
+            etags = tuple(await asyncio.gather(*(get_etag(pet_id) for pet_id in pet_ids)))
     return LoadedData(
-        pet_ids=tuple(int(pet["id"]) for pet in created),
+        pet_ids=pet_ids,
         usernames=tuple(username(index) for index in range(users)),
+        pet_etags=etags,
     )

@@ -68,6 +68,20 @@ def cpu_seconds(pids: Mapping[str, int], proc: Path = PROC) -> dict[str, float]:
     return used
 
 
+def children_of(parent: int, proc: Path = PROC) -> list[int]:
+    """Pids of every process whose parent is `parent`."""
+    found: list[int] = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if parent_pid((entry / "stat").read_text()) == parent:
+                found.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return sorted(found)
+
+
 def children_named(name: str, parent: int | None = None, proc: Path = PROC) -> list[int]:
     """Pids of the processes whose parent is `parent` (default: us) and whose command is `name`."""
     parent = os.getpid() if parent is None else parent

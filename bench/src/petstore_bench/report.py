@@ -15,14 +15,23 @@ from petstore_bench.wrk import WrkResult
 SERVICE_PROCESSES = ("gateway", "pet", "order", "user")
 """The processes the memory target is about (not the database, not the baseline)."""
 
-CPU_COLUMNS = ("baseline", "gateway", "pet", "order", "user", "ferretdb", "wrk")
-"""The order of the CPU table's columns."""
+CPU_COLUMNS = ("baseline", "gateway", "pet", "order", "user", "ferretdb", "wrk", "client")
+"""The order of the CPU table's columns (gateway.1, ... and the gateway's total follow gateway;
+"client" is the bench's own process, which drives the mixed scenario)."""
 PROCESS_ORDER = ("gateway", "pet", "order", "user", "ferretdb", "baseline")
 """The order of the memory table's rows."""
+GATEWAY_TOTAL = "gateway total"
+"""The CPU table's sum over every gateway process (with --gateway-workers above 1)."""
 
-GET_PET_MIN_RATIO = 0.25
-GET_PET_MAX_P99_MS = 25.0
-POST_ORDER_MIN_RATIO = 0.12
+# The issue's targets (issue 11, "Targets"): embedded store, this machine, one run.
+GET_PET_MIN_RATIO = 0.5
+"""get_pet_random (10,000 random ids in `make bench`) against the bare aiohttp baseline."""
+GET_PET_MAX_P99_MS = 10.0
+POST_ORDER_MIN_RATIO = 0.114
+""""At least 2x today's requests/s": today's is the bench's figure before the cache work,
+bench/README.md "The gateway's pet read cache: first measurements", one gateway worker with the
+cache off: 470 req/s, 0.057x the baseline of the same run. Twice that ratio: 0.114x (a ratio,
+so that the baseline measured in the same run absorbs the machine's mood)."""
 MAX_SERVICE_RSS_MB = 80.0
 
 KIB_PER_MB = 1024  # the kernel's kB are KiB; "MB" here are MiB
@@ -74,19 +83,28 @@ def mb(kib: int) -> float:
     return kib / KIB_PER_MB
 
 
+def is_service_process(name: str) -> bool:
+    """The gateway (each of its workers: gateway.1, ...) and the three services."""
+    return name in SERVICE_PROCESSES or name.startswith("gateway.")
+
+
+def _zero_errors(key: str, result: WrkResult) -> Check:
+    return Check(key, "zero errors", str(result.errors.total), result.errors.total == 0)
+
+
 def evaluate(
     scenarios: Mapping[str, WrkResult], baseline: WrkResult | None, memory: Mapping[str, ProcessMemory]
 ) -> list[Check]:
     """The issue's targets, for whatever this run measured (a target whose input is missing is left out)."""
     checks: list[Check] = []
-    get_pet = scenarios.get("get_pet_json")
+    get_pet = scenarios.get("get_pet_random")
     if get_pet is not None:
         get_ratio = ratio(get_pet, baseline)
         if get_ratio is not None:
             checks.append(
                 Check(
-                    "get_pet_json",
-                    f"throughput >= {GET_PET_MIN_RATIO:.2f} x baseline",
+                    "get_pet_random",
+                    f"throughput >= {GET_PET_MIN_RATIO:g} x baseline",
                     f"{get_ratio:.3f} x",
                     get_ratio >= GET_PET_MIN_RATIO,
                 )
@@ -94,15 +112,21 @@ def evaluate(
         p99_ms = get_pet.latency_us.p99 / 1000
         checks.append(
             Check(
-                "get_pet_json",
+                "get_pet_random",
                 f"p99 <= {GET_PET_MAX_P99_MS:g} ms",
                 f"{p99_ms:.1f} ms",
                 p99_ms <= GET_PET_MAX_P99_MS,
             )
         )
-        checks.append(
-            Check("get_pet_json", "zero errors", str(get_pet.errors.total), get_pet.errors.total == 0)
-        )
+        checks.append(_zero_errors("get_pet_random", get_pet))
+    mixed = scenarios.get("get_pet_mixed")
+    if mixed is not None:
+        stale = mixed.stale_reads or 0
+        checks.append(Check("get_pet_mixed", "zero stale reads", str(stale), stale == 0))
+        checks.append(_zero_errors("get_pet_mixed", mixed))
+    revalidated = scenarios.get("get_pet_304")
+    if revalidated is not None:
+        checks.append(_zero_errors("get_pet_304", revalidated))  # a status other than 304 included
     post_order = scenarios.get("post_order")
     if post_order is not None:
         order_ratio = ratio(post_order, baseline)
@@ -110,14 +134,14 @@ def evaluate(
             checks.append(
                 Check(
                     "post_order",
-                    f"throughput >= {POST_ORDER_MIN_RATIO:.2f} x baseline",
+                    f"throughput >= {POST_ORDER_MIN_RATIO:g} x baseline (2 x 0.057)",
                     f"{order_ratio:.3f} x",
                     order_ratio >= POST_ORDER_MIN_RATIO,
                 )
             )
-    for name in SERVICE_PROCESSES:
-        process = memory.get(name)
-        if process is not None and process.last_rss_kb > 0:
+    for name in _in_order(memory):
+        process = memory[name]
+        if is_service_process(name) and process.last_rss_kb > 0:
             rss = mb(process.last_rss_kb)
             checks.append(
                 Check(
@@ -131,7 +155,8 @@ def evaluate(
 
 
 def broken(scenarios: Mapping[str, WrkResult], baseline: WrkResult | None, *, strict: bool) -> list[str]:
-    """Why the run itself failed: a scenario with no successful response, or (strict) any error."""
+    """Why the run itself failed: a scenario with no successful response, or (strict) any error,
+    an unexpected status among them, or a stale read."""
     problems: list[str] = []
     measured = {**({BASELINE.key: baseline} if baseline is not None else {}), **scenarios}
     for key, result in measured.items():
@@ -139,6 +164,8 @@ def broken(scenarios: Mapping[str, WrkResult], baseline: WrkResult | None, *, st
             problems.append(f"{key}: no successful response")
         elif strict and result.errors.total:
             problems.append(f"{key}: {result.errors.total} errors ({result.errors})")
+        if strict and result.stale_reads:
+            problems.append(f"{key}: {result.stale_reads} stale reads")
     return problems
 
 
@@ -158,7 +185,9 @@ def _verdicts(checks: Sequence[Check], subject: str) -> str:
 
 
 def table(results: RunResults, checks: Sequence[Check]) -> str:
-    rows: list[tuple[str, ...]] = [("scenario", "req/s", "x base", "p50 ms", "p99 ms", "errors", "target")]
+    rows: list[tuple[str, ...]] = [
+        ("scenario", "req/s", "x base", "p50 ms", "p99 ms", "errors", "stale", "target")
+    ]
     measured: list[tuple[str, WrkResult]] = []
     if results.baseline is not None:
         measured.append((BASELINE.key, results.baseline))
@@ -173,10 +202,11 @@ def table(results: RunResults, checks: Sequence[Check]) -> str:
                 f"{result.latency_us.p50 / 1000:.1f}",
                 f"{result.latency_us.p99 / 1000:.1f}",
                 str(result.errors.total),
+                "-" if result.stale_reads is None else str(result.stale_reads),
                 _verdicts(checks, key),
             )
         )
-    lines = _columns(rows, right=(1, 2, 3, 4, 5))
+    lines = _columns(rows, right=(1, 2, 3, 4, 5, 6))
     if results.memory:
         lines.append("")
         memory_rows: list[tuple[str, ...]] = [("process", "pid", "peak RSS MB", "RSS after MB", "target")]
@@ -206,17 +236,40 @@ def table(results: RunResults, checks: Sequence[Check]) -> str:
 
 def _cpu_table(cpu: Mapping[str, Mapping[str, float]]) -> list[str]:
     """CPU ms per request by process: where the machine's two cores go, scenario by scenario."""
-    processes = [name for name in CPU_COLUMNS if any(name in used for used in cpu.values())]
-    processes += sorted({name for used in cpu.values() for name in used} - set(processes))
-    rows: list[tuple[str, ...]] = [("CPU ms/request", *processes, "total")]
+    seen = {name for used in cpu.values() for name in used}
+    workers = sorted((name for name in seen if name.startswith("gateway.")), key=_worker_index)
+    columns: list[str] = []
+    for name in CPU_COLUMNS:
+        if name == "gateway" and workers:
+            columns += ["gateway", *workers, GATEWAY_TOTAL]
+        elif name in seen:
+            columns.append(name)
+    columns += sorted(seen - set(columns))
+    rows: list[tuple[str, ...]] = [("CPU ms/request", *columns, "total")]
     for key, used in cpu.items():
-        cells = [f"{used[name]:.2f}" if name in used else "-" for name in processes]
+        cells = []
+        for name in columns:
+            if name == GATEWAY_TOTAL:
+                gateway = [ms for process, ms in used.items() if process == "gateway" or process in workers]
+                cells.append(f"{sum(gateway):.2f}" if gateway else "-")
+            else:
+                cells.append(f"{used[name]:.2f}" if name in used else "-")
         rows.append((_title(key), *cells, f"{sum(used.values()):.2f}"))
-    return _columns(rows, right=tuple(range(1, len(processes) + 2)))
+    return _columns(rows, right=tuple(range(1, len(columns) + 2)))
+
+
+def _worker_index(name: str) -> int:
+    index = name.removeprefix("gateway.")
+    return int(index) if index.isdigit() else 0
 
 
 def _in_order(memory: Mapping[str, ProcessMemory]) -> dict[str, ProcessMemory]:
-    known = {name: memory[name] for name in PROCESS_ORDER if name in memory}
+    order: list[str] = []
+    for name in PROCESS_ORDER:
+        order.append(name)
+        if name == "gateway":
+            order += sorted((found for found in memory if found.startswith("gateway.")), key=_worker_index)
+    known = {name: memory[name] for name in order if name in memory}
     return {**known, **{name: found for name, found in memory.items() if name not in known}}
 
 
@@ -310,7 +363,10 @@ def write_chart(path: Path, results: RunResults, title: str) -> None:
     right.set_title("p99 latency")
     right.axhline(GET_PET_MAX_P99_MS, color="#d62728", linestyle="--", linewidth=1)
     right.annotate(
-        f"{GET_PET_MAX_P99_MS:g} ms (GET pet target)", (0, GET_PET_MAX_P99_MS), fontsize=8, color="#d62728"
+        f"{GET_PET_MAX_P99_MS:g} ms (GET pet random ids target)",
+        (0, GET_PET_MAX_P99_MS),
+        fontsize=8,
+        color="#d62728",
     )
     for bar, value in zip(bars, p99, strict=True):
         right.annotate(

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from petstore_bench import data, procmem, wrk
+from petstore_bench import data, mixed, procmem, wrk
 from petstore_bench.report import RunResults
 from petstore_bench.scenarios import BASELINE, BY_KEY, Scenario
 from petstore_devstack.ferretdb import running_ferretdb
@@ -32,6 +32,8 @@ SETTLE_LIMIT_S = 6.0
 """Longer than the gateway's 5 s gRPC deadline: by then every request left in flight has ended."""
 SETTLE_WINDOW_S = 0.2
 SETTLE_IDLE_CORES = 0.1
+WORKERS_WAIT_S = 30.0
+"""How long the first gateway process may take to start its GATEWAY_WORKERS - 1 others."""
 OUT_OF_REACH = str(10**9)
 RATE_LIMITS_OUT_OF_REACH = {
     "RATE_LIMIT_PER_SECOND": OUT_OF_REACH,
@@ -63,6 +65,8 @@ class Options:
     """How long to wait at most for one scenario's leftover requests before the next."""
     pets: int = 100
     users: int = 4
+    gateway_workers: int = 1
+    """GATEWAY_WORKERS: the first gateway process starts the others (gateway.1, ...)."""
     command: str = ""
 
 
@@ -110,6 +114,7 @@ def _info(options: Options, wrk_binary: str) -> dict[str, Any]:
             "process_env": {name: dict(extra) for name, extra in options.process_env.items()},
             "pets": options.pets,
             "users": options.users,
+            "gateway_workers": options.gateway_workers,
         },
         "machine": {
             "cpus": os.cpu_count(),
@@ -147,6 +152,74 @@ def settle(pids: Mapping[str, int], *, limit_s: float = SETTLE_LIMIT_S) -> float
 def _children_cpu_s() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+def _own_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+@dataclass(frozen=True, slots=True)
+class MixedTarget:
+    """What the mixed scenario's clients need: the stack's URL, key and pets (id -> name)."""
+
+    url: str
+    api_key: str
+    pets: Mapping[int, str]
+
+
+def _drive_mixed(
+    target: MixedTarget,
+    scenario: Scenario,
+    options: Options,
+    pids: Mapping[str, int],
+    *,
+    around_measure: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext,
+) -> Measured:
+    """The mixed scenario: mixed.run_mixed's aiohttp clients (one per connection) in this process,
+    warmed up and measured like a wrk scenario; its CPU is this process's ("client")."""
+    waited = settle(pids, limit_s=options.settle_s)
+    if waited > 1:
+        log(f"{scenario.key}: waited {waited:.1f}s for the previous scenario's requests to end")
+    clients, pets = options.load.connections, dict(target.pets)
+    base_url = target.url + "/v2"
+    if options.warmup_s > 0:
+        log(f"{scenario.key}: warm-up {options.warmup_s}s")
+        asyncio.run(
+            mixed.run_mixed(base_url, target.api_key, pets, clients=clients, seconds=options.warmup_s)
+        )
+    log(f"{scenario.key}: {options.load.seconds}s at {clients} clients (one connection each)")
+    with around_measure():
+        cpu_before, own_before = procmem.cpu_seconds(pids), _own_cpu_s()
+        outcome = asyncio.run(
+            mixed.run_mixed(base_url, target.api_key, pets, clients=clients, seconds=options.load.seconds)
+        )
+        cpu_after, own_after = procmem.cpu_seconds(pids), _own_cpu_s()
+    for example in outcome.stale_examples:
+        log(f"{scenario.key}: stale read: {example}")
+    result = outcome.to_wrk_result()
+    used = {name: cpu_after[name] - cpu_before[name] for name in cpu_after if name in cpu_before}
+    used["client"] = own_after - own_before  # the bench's own process (its RSS sampler included)
+    requests = max(result.requests, 1)
+    log(
+        f"{scenario.key}: {result.requests_per_second:.0f} req/s ({outcome.writes} writes),"
+        f" p99 {result.latency_us.p99 / 1000:.1f} ms, {result.errors.total} errors,"
+        f" {outcome.stale_reads} stale reads"
+    )
+    return Measured(result, {name: seconds * 1000 / requests for name, seconds in used.items()})
+
+
+def gateway_workers(first: int, expected: int, *, limit_s: float = WORKERS_WAIT_S) -> dict[str, int]:
+    """The other gateway processes the first (`first`) started: gateway.1, gateway.2, ... by pid
+    order, once all `expected` are there (RuntimeError after `limit_s`)."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        found = procmem.children_of(first)
+        if len(found) >= expected:
+            return {f"gateway.{index}": pid for index, pid in enumerate(found[:expected], start=1)}
+        if time.monotonic() >= deadline:
+            raise RuntimeError(f"the gateway started {len(found)} of its {expected} other workers")
+        time.sleep(0.1)
 
 
 def _drive(
@@ -264,6 +337,7 @@ def _run_stack(
             extra_env={"LOG_LEVEL": options.log_level, **RATE_LIMITS_OUT_OF_REACH},
             log_dir=log_dir,
         )
+        stack.processes["gateway"].env["GATEWAY_WORKERS"] = str(options.gateway_workers)
         for name, extra in options.process_env.items():
             stack.processes[name].env.update(extra)
         for name, env in launched.items():
@@ -273,18 +347,26 @@ def _run_stack(
         log(f"starting the stack on {info['store']} (logs in {stack.log_dir})")
         stack.start()
         try:
-            loaded = asyncio.run(data.load(stack.base_url, api_key, pets=options.pets, users=options.users))
-            log(f"loaded {len(loaded.pet_ids)} pets and {len(loaded.usernames)} users")
-            env = {
-                "BENCH_API_KEY": api_key,
-                "BENCH_PET_IDS": ",".join(map(str, loaded.pet_ids)),
-                "BENCH_USERS": ",".join(loaded.usernames),
-                "BENCH_PASSWORD": data.USER_PASSWORD,
-            }
             pids = {
                 name: spec.process.pid for name, spec in stack.processes.items() if spec.process is not None
             }
+            if options.gateway_workers > 1:
+                workers = gateway_workers(pids["gateway"], options.gateway_workers - 1)
+                log(f"gateway workers: {', '.join(f'{name} pid {pid}' for name, pid in workers.items())}")
+                pids.update(workers)
+            loaded = asyncio.run(data.load(stack.base_url, api_key, pets=options.pets, users=options.users))
+            log(f"loaded {len(loaded.pet_ids)} pets and {len(loaded.usernames)} users")
+            etags_file = options.results_dir / f"pet-etags-{options.mode}.txt"
+            etags_file.write_text(loaded.etags_lines())
+            env = {
+                "BENCH_API_KEY": api_key,
+                "BENCH_PET_IDS": ",".join(map(str, loaded.pet_ids)),
+                "BENCH_PET_ETAGS_FILE": str(etags_file),
+                "BENCH_USERS": ",".join(loaded.usernames),
+                "BENCH_PASSWORD": data.USER_PASSWORD,
+            }
             url = f"http://127.0.0.1:{stack.gateway_port}"
+            target = MixedTarget(url, api_key, loaded.pet_names())
             results: dict[str, Measured] = {}
             watched = {**pids, **database_pids}
             with procmem.Sampler(watched) as sampler:
@@ -294,9 +376,15 @@ def _run_stack(
                         if profile_output is not None
                         else contextlib.nullcontext
                     )
-                    results[key] = _drive(
-                        wrk_binary, url, BY_KEY[key], options, env, watched, around_measure=profiled
-                    )
+                    scenario = BY_KEY[key]
+                    if scenario.driver == "mixed":
+                        results[key] = _drive_mixed(
+                            target, scenario, options, watched, around_measure=profiled
+                        )
+                    else:
+                        results[key] = _drive(
+                            wrk_binary, url, scenario, options, env, watched, around_measure=profiled
+                        )
                 # "After the benchmark" means once the requests wrk left queued are answered
                 # (logins wait for a hashing thread), not while they still hold memory.
                 settle(watched)

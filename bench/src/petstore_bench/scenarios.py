@@ -14,6 +14,8 @@ class Scenario:
     """The Lua script in lua/ (without .lua)."""
     measures: str
     """One line for the README and --help."""
+    driver: str = "wrk"
+    """"wrk" (the Lua script drives it) or "mixed" (petstore_bench.mixed's aiohttp clients)."""
 
 
 BASELINE = Scenario(
@@ -36,6 +38,13 @@ SCENARIOS: tuple[Scenario, ...] = (
         "get_pet_random",
         "the same read, each for a pet drawn at random from all loaded (--pets): a working set,"
         " not one hot id",
+    ),
+    Scenario(
+        "get_pet_304",
+        "GET /v2/pet/{id} If-None-Match (304)",
+        "get_pet_304",
+        "revalidation: random pets with If-None-Match: <their current ETag>, each answered 304"
+        " without a body; any other status counts as an error",
     ),
     Scenario(
         "get_pet_xml",
@@ -61,6 +70,16 @@ SCENARIOS: tuple[Scenario, ...] = (
         "login",
         "one argon2 verification per request in the user service, plus a signed session token",
     ),
+    Scenario(
+        "get_pet_mixed",
+        "GET /v2/pet/{id} + 5% PUT (mixed)",
+        "",
+        "random reads with 5% PUT writes mixed in, one aiohttp client per connection, counting stale"
+        " reads (older than the client's own acknowledged write); always run last: it changes ETags",
+        driver="mixed",
+    ),
 )
+LAST = "get_pet_mixed"
+"""Its writes change the pets' ETags (get_pet_304 needs the loaded ones): it runs after the others."""
 
 BY_KEY = {scenario.key: scenario for scenario in SCENARIOS}

@@ -27,8 +27,11 @@ class Errors:
     read: int = 0
     write: int = 0
     status: int = 0
-    """Responses with a status of 400 or more (wrk counts those; we never get a 3xx)."""
+    """Responses with a status of 400 or more (wrk counts those itself)."""
     timeout: int = 0
+    unexpected: int = 0
+    """Responses below 400 other than the status a script expects (report.lua's opt-in
+    expect_status, e.g. a 200 where a revalidation must answer 304); 0 when not asked."""
 
     @property
     def socket(self) -> int:
@@ -36,7 +39,7 @@ class Errors:
 
     @property
     def total(self) -> int:
-        return self.socket + self.status
+        return self.socket + self.status + self.unexpected
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +64,9 @@ class WrkResult:
     bytes: int
     errors: Errors
     latency_us: Latency
+    stale_reads: int | None = None
+    """Reads older than the client's own acknowledged write (the mixed scenario only; None
+    where the scenario does not check)."""
 
     @property
     def requests_per_second(self) -> float:
@@ -68,10 +74,10 @@ class WrkResult:
 
     @property
     def successes(self) -> int:
-        return max(self.requests - self.errors.status, 0)
+        return max(self.requests - self.errors.status - self.errors.unexpected, 0)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        document: dict[str, Any] = {
             "requests": self.requests,
             "duration_s": round(self.duration_s, 3),
             "requests_per_second": round(self.requests_per_second, 1),
@@ -82,6 +88,7 @@ class WrkResult:
                 "write": self.errors.write,
                 "status": self.errors.status,
                 "timeout": self.errors.timeout,
+                "unexpected": self.errors.unexpected,
                 "total": self.errors.total,
             },
             "latency_ms": {
@@ -89,6 +96,9 @@ class WrkResult:
                 for name in ("min", "mean", "stdev", "p50", "p75", "p90", "p99", "p999", "max")
             },
         }
+        if self.stale_reads is not None:
+            document["stale_reads"] = self.stale_reads
+        return document
 
 
 def parse_result(output: str) -> WrkResult:
@@ -103,7 +113,10 @@ def parse_result(output: str) -> WrkResult:
             requests=int(data["requests"]),
             duration_s=int(data["duration_us"]) / 1_000_000,
             bytes=int(data["bytes"]),
-            errors=Errors(**{name: int(errors[name]) for name in Errors.__dataclass_fields__}),
+            errors=Errors(
+                **{name: int(errors[name]) for name in Errors.__dataclass_fields__ if name != "unexpected"},
+                unexpected=int(errors.get("unexpected", 0)),  # absent: the script expects no status
+            ),
             latency_us=Latency(**{name: float(latency[name]) for name in Latency.__dataclass_fields__}),
         )
     except (ValueError, KeyError, TypeError) as exc:

@@ -38,6 +38,33 @@ function M.cycle(requests)
   end
 end
 
+-- Opt-in: count every response below 400 whose status is not `code` (wrk counts only statuses
+-- of 400 and more as errors, so a 200 where a 304 is due would pass unseen). Call it at the top
+-- level of a scenario script: each wrk thread loads the script into its own Lua state and
+-- counts in its global bench_unexpected; setup() (main state) keeps the threads, and done()
+-- sums their counts with thread:get into errors.unexpected.
+local threads = {}
+
+function M.expect_status(code)
+  bench_unexpected = 0
+  function setup(thread)
+    threads[#threads + 1] = thread
+  end
+  function response(status, headers, body)
+    if status ~= code and status < 400 then
+      bench_unexpected = bench_unexpected + 1
+    end
+  end
+end
+
+local function unexpected()
+  local total = 0
+  for _, thread in ipairs(threads) do
+    total = total + (tonumber(thread:get("bench_unexpected")) or 0)
+  end
+  return total
+end
+
 function M.done(summary, latency, requests)
   local e = summary.errors
   local min, max, mean, stdev = 0, 0, 0, 0
@@ -52,11 +79,11 @@ function M.done(summary, latency, requests)
   end
   io.write(M.RESULT_MARKER, string.format(
     '{"requests":%d,"duration_us":%d,"bytes":%d,'
-      .. '"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d},'
+      .. '"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d,"unexpected":%d},'
       .. '"latency_us":{"min":%d,"max":%d,"mean":%.1f,"stdev":%.1f,'
       .. '"p50":%d,"p75":%d,"p90":%d,"p99":%d,"p999":%d}}\n',
     summary.requests, summary.duration, summary.bytes,
-    e.connect, e.read, e.write, e.status, e.timeout,
+    e.connect, e.read, e.write, e.status, e.timeout, unexpected(),
     min, max, mean, stdev,
     percentile(50), percentile(75), percentile(90), percentile(99), percentile(99.9)
   ))
