@@ -70,7 +70,8 @@ class LoadError(RuntimeError):
 
 
 async def load(base_url: str, api_key: str, *, pets: int, users: int) -> LoadedData:
-    """Create `pets` pets and `users` users through the gateway (every check a client meets)."""
+    """Create `pets` pets and `users` users through the gateway (every check a client meets),
+    then read every pet once."""
     limit = asyncio.Semaphore(LOAD_CONCURRENCY)
     headers = {"Accept": "application/json", "api_key": api_key}
     async with aiohttp.ClientSession(headers=headers) as session:
@@ -89,20 +90,14 @@ async def load(base_url: str, api_key: str, *, pets: int, users: int) -> LoadedD
                     raise LoadError(f"GET /pet/{pet_id} answered {response.status} without an ETag")
                 return response.headers["ETag"]
 
-        async def revalidates(pet_id: int, etag: str) -> bool:
-            headers = {"If-None-Match": etag}
-            async with limit, session.get(f"{base_url}/pet/{pet_id}", headers=headers) as response:
-                await response.read()
-                return response.status == 304
-
         created = await asyncio.gather(*(post("/pet", pet_body(index)) for index in range(pets)))
         await asyncio.gather(*(post("/user", user_body(index)) for index in range(users)))
         pet_ids = tuple(int(pet["id"]) for pet, _ in created)
-        etags = tuple(etag for _, etag in created)
-        # POST /pet answers with the JSON representation's ETag, which a GET revalidates: check
-        # it on the first pet, and fall back to one GET per pet if the two ever differ.
-        if not all(etags) or not await revalidates(pet_ids[0], etags[0]):
-            etags = tuple(await asyncio.gather(*(get_etag(pet_id) for pet_id in pet_ids)))
+        # Every pet read once: the ETags the 304 scenario revalidates, and a gateway read cache
+        # as full as after a while in service, so the scenarios measure a cached read rather
+        # than the warm-up's misses. (With GATEWAY_WORKERS > 1 each read fills one worker's
+        # cache: the others fill during the warm-up.)
+        etags = tuple(await asyncio.gather(*(get_etag(pet_id) for pet_id in pet_ids)))
     return LoadedData(
         pet_ids=pet_ids,
         usernames=tuple(username(index) for index in range(users)),
