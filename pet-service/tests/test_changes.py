@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from petstore_common.errors import Unavailable
-from petstore_pet.changes import ChangeHub, PetChange, SubscriptionLost
+from petstore_pet.changes import ChangeHub, PetChange, Position, SubscriptionLost
 
 
 async def test_every_subscriber_gets_every_change_in_order_batched() -> None:
@@ -53,3 +53,31 @@ async def test_closing_ends_every_stream_and_refuses_new_ones() -> None:
     with pytest.raises(Unavailable, match="stopping"):
         async with hub.subscribe():
             pass
+
+
+async def test_a_resumed_subscription_replays_the_kept_changes_after_its_position() -> None:
+    hub = ChangeHub(retained=3)
+    hub.publish(PetChange(1, 1))
+    start = hub.position
+    for pet_id in (2, 3):
+        hub.publish(PetChange(pet_id, 1))
+    async with hub.subscribe(start) as subscription:
+        assert subscription.resumed
+        assert [c.pet_id for c in subscription.drain()] == [2, 3]
+        assert subscription.sequence == hub.position.sequence
+
+
+async def test_changes_no_longer_kept_or_another_epoch_cannot_be_resumed() -> None:
+    hub = ChangeHub(retained=2)
+    start = hub.position
+    for pet_id in (1, 2, 3):
+        hub.publish(PetChange(pet_id, 1))
+    async with hub.subscribe(start) as too_old:  # change 1 is gone: resuming would skip it
+        assert not too_old.resumed
+        assert too_old.drain() == []
+    async with hub.subscribe(Position("elsewhere", 3)) as other:
+        assert not other.resumed
+    latest = hub.position
+    hub.new_epoch()  # the feed's source restarted: it may have missed changes
+    async with hub.subscribe(latest) as after_gap:
+        assert not after_gap.resumed

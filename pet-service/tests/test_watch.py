@@ -17,7 +17,7 @@ from petstore_common import callers
 from petstore_common.grpc_client import create_channel
 from petstore_common.grpc_server import RunningService, start_service
 from petstore_common.settings import ServiceSettings
-from petstore_pet.changes import ChangesUnsupported, Subscription
+from petstore_pet.changes import ChangesUnsupported, Position, Subscription
 from petstore_pet.service import build_definition
 from petstore_pet.storage.memory import MemoryPetStore
 
@@ -148,7 +148,7 @@ async def test_stopping_ends_watch_streams_at_once_instead_of_waiting_out_the_gr
 
 
 class NoChangeStreams:
-    def subscribe(self) -> AbstractAsyncContextManager[Subscription]:
+    def subscribe(self, resume: Position | None = None) -> AbstractAsyncContextManager[Subscription]:
         raise ChangesUnsupported("the database cannot stream its changes (no change streams): read through")
 
     async def close(self) -> None:
@@ -171,3 +171,45 @@ async def test_a_database_without_change_streams_makes_watch_failed_precondition
         await service.stop(None)
     assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "no change streams" in (caught.value.details() or "")
+
+
+async def test_a_broken_stream_resumes_where_it_stopped_with_every_change_since(
+    stub: PetServiceAsyncStub,
+) -> None:
+    first = stub.WatchPets(pet_service_pb2.WatchPetsRequest())
+    live = await read(first)
+    pet = await create(stub, "seen")
+    seen = await read(first)
+    assert [c.id for c in seen.changes] == [pet.id]
+    assert (seen.epoch, seen.sequence) == (live.epoch, live.sequence + 1)
+    first.cancel()  # the connection aged out, say
+    missed = await create(stub, "missed")
+    await stub.UpdatePet(rename(pet.id, "renamed"), timeout=5)
+
+    again = stub.WatchPets(
+        pet_service_pb2.WatchPetsRequest(resume_epoch=seen.epoch, resume_after=seen.sequence)
+    )
+    resumed = await read(again)
+
+    assert resumed.resumed
+    assert [(c.id, c.version) for c in resumed.changes] == [(missed.id, 1), (pet.id, 2)]
+    assert resumed.sequence == seen.sequence + 2
+    again.cancel()
+
+
+@pytest.mark.parametrize("resume", [("another-epoch", 0), ("same", 99), ("same", -1)])
+async def test_a_position_this_feed_cannot_resume_from_starts_afresh(
+    stub: PetServiceAsyncStub, resume: tuple[str, int]
+) -> None:
+    probe = stub.WatchPets(pet_service_pb2.WatchPetsRequest())
+    epoch = (await read(probe)).epoch
+    probe.cancel()
+    await create(stub)
+    name, after = resume
+    stream = stub.WatchPets(
+        pet_service_pb2.WatchPetsRequest(resume_epoch=epoch if name == "same" else name, resume_after=after)
+    )
+    message = await read(stream)
+    assert not message.resumed
+    assert list(message.changes) == []  # from now on only: the watcher must forget what it cached
+    stream.cancel()

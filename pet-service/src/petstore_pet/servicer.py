@@ -25,6 +25,7 @@ from petstore_common.idempotency import (
 )
 from petstore_common.versions import required_versions
 from petstore_pet import validation
+from petstore_pet.changes import PetChange, Position, Subscription
 from petstore_pet.paging import decode_page_token, encode_page_token, filter_fingerprint
 from petstore_pet.storage.base import PetImage, PetStore
 
@@ -140,17 +141,14 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
         self, request: pet_service_pb2.WatchPetsRequest, context: Context
     ) -> AsyncIterator[pet_service_pb2.WatchPetsResponse]:
         # A stream handler is not wrapped by the server interceptor: errors are mapped here.
+        resume = Position(request.resume_epoch, request.resume_after) if request.resume_epoch else None
         try:
-            async with self._store.changes.subscribe() as subscription:
-                yield pet_service_pb2.WatchPetsResponse()  # live: every later commit follows
+            async with self._store.changes.subscribe(resume) as subscription:
+                # Live: every later commit follows (after a resumed position, from there on).
+                yield _watch_message(subscription, subscription.drain(), first=True)
                 while True:
                     batch = await subscription.next_batch(self._heartbeat_seconds)
-                    yield pet_service_pb2.WatchPetsResponse(
-                        changes=[
-                            pet_service_pb2.PetChange(id=c.pet_id, version=c.version, deleted=c.deleted)
-                            for c in batch
-                        ]
-                    )
+                    yield _watch_message(subscription, batch)
         except ServiceError as exc:
             await context.abort(exc.code, exc.message)
 
@@ -160,3 +158,14 @@ def _with_id(pet: pet_pb2.Pet, pet_id: int) -> pet_pb2.Pet:
     copy.CopyFrom(pet)
     copy.id = pet_id
     return copy
+
+
+def _watch_message(
+    subscription: Subscription, batch: list[PetChange], *, first: bool = False
+) -> pet_service_pb2.WatchPetsResponse:
+    return pet_service_pb2.WatchPetsResponse(
+        changes=[pet_service_pb2.PetChange(id=c.pet_id, version=c.version, deleted=c.deleted) for c in batch],
+        epoch=subscription.epoch,
+        sequence=subscription.sequence,
+        resumed=first and subscription.resumed,
+    )

@@ -16,7 +16,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import OperationFailure, PyMongoError
 
 from petstore_common.errors import ServiceError, Unavailable
-from petstore_pet.changes import ChangeHub, ChangesUnsupported, PetChange, Subscription
+from petstore_pet.changes import ChangeHub, ChangesUnsupported, PetChange, Position, Subscription
 from petstore_pet.storage.documents import VERSION_KEY, Document
 
 log = logging.getLogger(__name__)
@@ -58,8 +58,11 @@ class MongoChangeFeed:
         self._opened: asyncio.Future[None] | None = None
 
     @asynccontextmanager
-    async def subscribe(self) -> AsyncIterator[Subscription]:
-        # Registered first, so nothing the stream reads after it opens can pass this subscriber by.
+    async def subscribe(self, resume: Position | None = None) -> AsyncIterator[Subscription]:
+        # Never resumes: the change stream is closed while nobody watches, so this process's
+        # feed has gaps (resuming would take the change stream's own resume token, which no
+        # database here can exercise). Registered first, so nothing the stream reads after it
+        # opens can pass this subscriber by.
         async with self._hub.subscribe() as subscription:
             try:
                 await asyncio.shield(self._start_reader())

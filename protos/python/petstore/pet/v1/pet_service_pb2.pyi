@@ -450,12 +450,24 @@ class WatchPetsRequest(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    RESUME_EPOCH_FIELD_NUMBER: _builtins.int
+    RESUME_AFTER_FIELD_NUMBER: _builtins.int
+    resume_epoch: _builtins.str
+    """Where the watcher's previous stream stopped: the epoch and sequence of the last message it
+    applied. When this service still holds every change after it, the new stream resumes there
+    (the first message says so) and the watcher may keep what it cached. Empty: from now.
+    """
+    resume_after: _builtins.int
+    """The sequence of that last message, within resume_epoch."""
     def __init__(
         self,
+        *,
+        resume_epoch: _builtins.str = ...,
+        resume_after: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["resume_after", b"resume_after", "resume_epoch", b"resume_epoch"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -498,18 +510,34 @@ class WatchPetsResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     CHANGES_FIELD_NUMBER: _builtins.int
+    EPOCH_FIELD_NUMBER: _builtins.int
+    SEQUENCE_FIELD_NUMBER: _builtins.int
+    RESUMED_FIELD_NUMBER: _builtins.int
+    epoch: _builtins.str
+    """The feed this stream follows: sequences compare only within one epoch (another replica, a
+    restart or a gap in the service's own feed starts a new one).
+    """
+    sequence: _builtins.int
+    """The sequence of the last change committed up to this message (changes are numbered 1, 2, ...)."""
+    resumed: _builtins.bool
+    """First message only: the stream resumes after the request's resume_after; the changes in
+    this message and those that follow are every change since, none missed.
+    """
     @_builtins.property
     def changes(self) -> _containers.RepeatedCompositeFieldContainer[Global___PetChange]:
-        """Changes in commit order; empty in the first message and in heartbeats."""
+        """Changes in commit order; empty in heartbeats, and in a first message that does not resume."""
 
     def __init__(
         self,
         *,
         changes: _abc.Iterable[Global___PetChange] | None = ...,
+        epoch: _builtins.str = ...,
+        sequence: _builtins.int = ...,
+        resumed: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["changes", b"changes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["changes", b"changes", "epoch", b"epoch", "resumed", b"resumed", "sequence", b"sequence"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -51,8 +51,9 @@ class PetServiceStub:
     """Stores an image of a pet; NOT_FOUND when the pet is absent."""
     WatchPets: _grpc.UnaryStreamMultiCallable[_pet_service_pb2.WatchPetsRequest, _pet_service_pb2.WatchPetsResponse]
     """Streams the id and version of every pet created, changed or deleted from now on, in commit
-    order, whichever replica of the service made the change. The first response (no changes)
-    says the stream is live: every commit after it follows. Responses without changes also come
+    order, whichever replica of the service made the change. The first response says the stream
+    is live: every commit after it follows (after a resumed position, the changes since come
+    in it; see WatchPetsRequest). Responses without changes also come
     every few seconds as heartbeats. The stream ends (UNAVAILABLE) whenever the service might
     miss a change; it is FAILED_PRECONDITION when the database cannot stream its changes.
     """
@@ -80,8 +81,9 @@ class PetServiceAsyncStub(PetServiceStub):
     """Stores an image of a pet; NOT_FOUND when the pet is absent."""
     WatchPets: _aio.UnaryStreamMultiCallable[_pet_service_pb2.WatchPetsRequest, _pet_service_pb2.WatchPetsResponse]  # type: ignore[assignment]
     """Streams the id and version of every pet created, changed or deleted from now on, in commit
-    order, whichever replica of the service made the change. The first response (no changes)
-    says the stream is live: every commit after it follows. Responses without changes also come
+    order, whichever replica of the service made the change. The first response says the stream
+    is live: every commit after it follows (after a resumed position, the changes since come
+    in it; see WatchPetsRequest). Responses without changes also come
     every few seconds as heartbeats. The stream ends (UNAVAILABLE) whenever the service might
     miss a change; it is FAILED_PRECONDITION when the database cannot stream its changes.
     """
@@ -154,8 +156,9 @@ class PetServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_pet_service_pb2.WatchPetsResponse], _abc.AsyncIterator[_pet_service_pb2.WatchPetsResponse]]:
         """Streams the id and version of every pet created, changed or deleted from now on, in commit
-        order, whichever replica of the service made the change. The first response (no changes)
-        says the stream is live: every commit after it follows. Responses without changes also come
+        order, whichever replica of the service made the change. The first response says the stream
+        is live: every commit after it follows (after a resumed position, the changes since come
+        in it; see WatchPetsRequest). Responses without changes also come
         every few seconds as heartbeats. The stream ends (UNAVAILABLE) whenever the service might
         miss a change; it is FAILED_PRECONDITION when the database cannot stream its changes.
         """
