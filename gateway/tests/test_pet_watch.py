@@ -1,5 +1,6 @@
 """The watcher against a fake stream: live only after the first message, changes applied in
-order, and any loss (error, end, silence) empties the cache until a new stream is live."""
+order; any loss (error, end, silence) stops the cache serving until a new stream is live, which
+keeps the entries only when it resumed where the last one stopped."""
 
 from __future__ import annotations
 
@@ -45,10 +46,15 @@ class FakeStream:
         self.cancelled = True
         return True
 
-    def send(self, *changes: tuple[int, int, bool]) -> None:
+    def send(
+        self, *changes: tuple[int, int, bool], epoch: str = "", sequence: int = 0, resumed: bool = False
+    ) -> None:
         self.messages.put_nowait(
             pet_service_pb2.WatchPetsResponse(
-                changes=[pet_service_pb2.PetChange(id=i, version=v, deleted=d) for i, v, d in changes]
+                changes=[pet_service_pb2.PetChange(id=i, version=v, deleted=d) for i, v, d in changes],
+                epoch=epoch,
+                sequence=sequence,
+                resumed=resumed,
             )
         )
 
@@ -56,9 +62,11 @@ class FakeStream:
 class Streams:
     def __init__(self) -> None:
         self.opened: list[FakeStream] = []
+        self.requests: list[pet_service_pb2.WatchPetsRequest] = []
         self.available: asyncio.Queue[FakeStream] = asyncio.Queue()
 
-    def open(self) -> FakeStream:
+    def open(self, request: pet_service_pb2.WatchPetsRequest) -> FakeStream:
+        self.requests.append(request)
         stream = FakeStream()
         self.opened.append(stream)
         self.available.put_nowait(stream)
@@ -132,7 +140,7 @@ async def test_changes_drop_entries_in_order_and_out_of_order_ones_never_drop_ne
     [Failure(grpc.StatusCode.UNAVAILABLE), END, "silence"],
     ids=["error", "end of stream", "silence"],
 )
-async def test_any_loss_empties_the_cache_until_a_new_stream_is_live(
+async def test_any_loss_stops_the_cache_and_a_fresh_stream_empties_it(
     cache: PetCache, streams: Streams, loss: Any
 ) -> None:
     first = await streams.next()
@@ -146,11 +154,50 @@ async def test_any_loss_empties_the_cache_until_a_new_stream_is_live(
     assert first.cancelled
 
     second = await streams.next()
-    fill(cache, 1, 1)  # reads go through meanwhile, and nothing is kept
-    assert cache.size == (0, 0)
-    second.send()
+    fill(cache, 2, 1)  # reads go through meanwhile, and nothing is kept
+    assert cache.size[0] == 1  # the entry from before waits to learn whether the stream resumes
+    second.send()  # it does not
     await until(lambda: cache.live)
     assert cache.get(1, JSON) is None  # nothing from before the loss
+    assert cache.size == (0, 0)
+
+
+async def test_a_stream_that_resumes_keeps_the_cache_and_applies_what_was_missed(
+    cache: PetCache, streams: Streams
+) -> None:
+    first = await streams.next()
+    first.send(epoch="e1", sequence=7)
+    await until(lambda: cache.live)
+    fill(cache, 1, 1)
+    fill(cache, 2, 1)
+    in_flight = cache.begin_fill(3)
+    first.send((9, 1, False), epoch="e1", sequence=8)
+    first.messages.put_nowait(Failure(grpc.StatusCode.UNAVAILABLE))  # the connection aged out
+
+    second = await streams.next()
+    assert (streams.requests[-1].resume_epoch, streams.requests[-1].resume_after) == ("e1", 8)
+    assert not cache.live
+    second.send((2, 2, False), epoch="e1", sequence=9, resumed=True)  # pet 2 changed meanwhile
+    await until(lambda: cache.live)
+    assert cache.get(1, JSON) is not None  # kept
+    assert cache.get(2, JSON) is None  # the missed change dropped it
+    cache.end_fill(in_flight, JSON, CachedPet(1, b"{}", '"1"'))
+    assert cache.get(3, JSON) is None  # a read begun before the loss is never kept
+
+
+async def test_a_resume_the_service_cannot_honour_forgets_the_cache(
+    cache: PetCache, streams: Streams
+) -> None:
+    first = await streams.next()
+    first.send(epoch="e1", sequence=3)
+    await until(lambda: cache.live)
+    fill(cache, 1, 1)
+    first.messages.put_nowait(END)
+    second = await streams.next()  # another replica, or the changes are no longer kept
+    assert streams.requests[-1].resume_epoch == "e1"
+    second.send(epoch="e2", sequence=40)
+    await until(lambda: cache.live)
+    assert cache.size == (0, 0)
 
 
 async def test_a_service_that_cannot_stream_changes_is_read_through_and_asked_again(

@@ -158,3 +158,49 @@ async def test_a_write_through_one_worker_reaches_the_cache_of_the_other(
     await asyncio.sleep(0.2)  # the change's delivery to the other worker's stream
     names = {(await read(session, stack, pet["id"]))[1]["name"] for _ in range(20)}
     assert names == {"Max"}
+
+
+@pytest.fixture
+def ageing_stack(log_dir: Path) -> Iterator[Stack]:
+    """Connections to the services age out every second (30 s as deployed)."""
+    stack = Stack(
+        mongodb_uri="",
+        api_keys=STATIC_KEY,
+        database_prefix=database_prefix(),
+        extra_env={**FAULT_ENV, "GRPC_MAX_CONNECTION_AGE_SECONDS": "1"},
+        log_dir=log_dir,
+    )
+    stack.start()
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+async def test_a_watch_stream_whose_connection_ages_out_resumes_and_the_cache_is_kept(
+    ageing_stack: Stack, session: ClientSession
+) -> None:
+    stack = ageing_stack
+    await until_live(session, stack)
+    kept = await create(session, stack, "Rex")
+    changed = await create(session, stack, "Tom")
+    for pet in (kept, changed):
+        await read(session, stack, pet["id"])  # cached
+    suspended = await metric(session, stack, "gateway_pet_cache_suspensions_total")
+    for _ in range(100):  # the stream's connection ages out within about 1 s (+ 10 s grace)
+        if await metric(session, stack, "gateway_pet_cache_suspensions_total") > suspended:
+            break
+        await asyncio.sleep(0.2)
+    else:
+        raise AssertionError("the watch stream never broke")
+    await until_live(session, stack)
+    rename = {"id": changed["id"], "name": "Tim", "photoUrls": []}
+    async with session.put(f"{stack.base_url}/pet", json=rename, headers=KEY) as r:
+        assert r.status == 200
+
+    hits = await metric(session, stack, 'gateway_pet_cache_lookups_total{result="hit"}')
+    status, body, _ = await read(session, stack, kept["id"])
+    assert status == 200, body
+    assert await metric(session, stack, 'gateway_pet_cache_lookups_total{result="hit"}') == hits + 1
+    assert (await read(session, stack, changed["id"]))[1]["name"] == "Tim"
+    assert await metric(session, stack, "gateway_pet_cache_losses_total") == 0

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from petstore.pet.v1 import pet_service_pb2
 from petstore.user.v1 import user_service_pb2
 from petstore_gateway import health
 from petstore_gateway.apidoc.routes import build_documents
@@ -95,7 +94,7 @@ async def _pet_watch(app: web.Application) -> AsyncIterator[None]:
         return
     watcher = PetWatcher(
         cache,
-        lambda: app[CLIENTS].pet.WatchPets(pet_service_pb2.WatchPetsRequest()),
+        lambda request: app[CLIENTS].pet.WatchPets(request),
         silence_seconds=app[SETTINGS].pet_watch_silence_seconds,
     )
     task = asyncio.create_task(watcher.run())

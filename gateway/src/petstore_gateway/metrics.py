@@ -103,8 +103,13 @@ class _PetCacheCollector(Collector):
         )
         yield CounterMetricFamily(
             "gateway_pet_cache_losses",
-            "Times the WatchPets stream was lost and the cache emptied.",
+            "Times the cache forgot its entries: the WatchPets stream was lost and did not resume.",
             value=stats.lost,
+        )
+        yield CounterMetricFamily(
+            "gateway_pet_cache_suspensions",
+            "Times the WatchPets stream broke and the cache stopped answering until a new one was live.",
+            value=stats.suspended,
         )
         yield GaugeMetricFamily(
             "gateway_pet_cache_live",

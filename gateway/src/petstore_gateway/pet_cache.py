@@ -3,9 +3,9 @@
 Entries are the bytes of a pet's representation (per body format) with its ETag and version,
 least recently used first out, bounded by entries and by bytes. The rules that keep it honest:
 
-- It answers only while `live`: the watch stream is up. Losing the stream empties it, and
-  nothing is cached again until a new stream says it is live, so no entry can have missed a
-  change.
+- It answers only while `live`: the watch stream is up. Losing the stream stops it serving;
+  a new stream either resumes where the old one stopped, having told every change since, or
+  the cache forgets everything before serving again, so no entry can have missed a change.
 - A change (from the stream, or a write made through this gateway) drops what is older than
   it and never touches what is newer: changes only ever remove entries.
 - A fill (a miss read through from the service) is kept only if nothing happened to that pet
@@ -53,7 +53,9 @@ class CacheStats:
     """Fills not stored because something happened to their pet while they were in flight."""
     evicted: int = 0
     lost: int = 0
-    """Times the stream was lost and everything was forgotten."""
+    """Times entries were forgotten: the stream was lost and did not resume."""
+    suspended: int = 0
+    """Times the stream broke and the entries waited for a resumed one."""
 
 
 class PetCache:
@@ -148,10 +150,23 @@ class PetCache:
         read before it may be served after it."""
         self.changed(pet_id, 0, deleted=True)
 
-    def go_live(self) -> None:
-        """The watch stream is up: every change from now on will be told."""
-        self._forget_all()
+    def go_live(self, *, resumed: bool = False) -> None:
+        """The watch stream is up: every change from now on will be told. A stream that
+        `resumed` where the last one stopped (its missed changes applied) keeps the entries."""
+        if not resumed:
+            if self._entries:
+                self.stats.lost += 1
+            self._forget_all()
         self._live = True
+
+    def suspend(self) -> None:
+        """The stream is down but may resume where it stopped: nothing is served or stored
+        (fills in flight included) until a new stream says whether it resumed; the entries
+        wait for that answer."""
+        if self._live:
+            self.stats.suspended += 1
+        self._live = False
+        self._generation += 1
 
     def lose(self) -> None:
         """The watch stream is down (or was never up): forget everything, read through."""

@@ -1,5 +1,8 @@
-"""Keeps the pet cache coherent: follows the pet service's WatchPets stream, and empties the
-cache (reading through) whenever the stream is not known to be up."""
+"""Keeps the pet cache coherent: follows the pet service's WatchPets stream, and stops serving
+from the cache (reading through) whenever the stream is not known to be up. A broken stream is
+reopened asking to resume after the last message applied: when the service still has every
+change since, the cache keeps its entries (a connection that ages out every 30 s would
+otherwise empty it each time); else it forgets them."""
 
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ class WatchStream(Protocol):
     def cancel(self) -> bool: ...
 
 
-OpenStream = Callable[[], WatchStream]
+OpenStream = Callable[[pet_service_pb2.WatchPetsRequest], WatchStream]
 
 
 class PetWatcher:
@@ -40,6 +43,8 @@ class PetWatcher:
         """A stream quiet for longer (no change, no heartbeat) is taken for dead."""
         self.streams_opened = 0
         self._failures = 0
+        self._position: tuple[str, int] | None = None
+        """(epoch, sequence) of the last message applied, while the entries it kept are valid."""
 
     async def run(self) -> None:
         """Until cancelled: follow the stream, and after each loss reconnect."""
@@ -52,42 +57,54 @@ class PetWatcher:
                     raise asyncio.CancelledError
                 await asyncio.sleep(wait)  # a back-off between attempts, not a wait on a condition
         finally:
-            self._cache.lose()
+            self._lose()
 
     async def _follow_once(self) -> float:
         """One stream, followed until it fails; returns the wait before the next."""
+        request = pet_service_pb2.WatchPetsRequest()
+        if self._position is not None:
+            request.resume_epoch, request.resume_after = self._position
         try:
-            stream = self._open_stream()
+            stream = self._open_stream(request)
         except Exception:  # a bug, not an outage: never let it stop the watcher (or serve stale)
             log.exception("cannot open the pet watch: reading through")
-            self._cache.lose()
+            self._lose()
             return UNSUPPORTED_RETRY_SECONDS
         self.streams_opened += 1
         try:
-            await self._read(stream)  # the first message: live from here on
-            self._cache.go_live()
+            first = await self._read(stream)  # live from here on
+            self._apply(first)  # a resumed stream's first message holds the changes missed
+            self._cache.go_live(resumed=first.resumed)  # else every entry is forgotten
             self._failures = 0
-            log.info("pet cache live")
+            log.info("pet cache live", extra={"resumed": first.resumed})
             while True:
-                message = await self._read(stream)
-                for change in message.changes:
-                    self._cache.changed(change.id, change.version, deleted=change.deleted)
+                self._apply(await self._read(stream))
         except grpc.aio.AioRpcError as exc:
-            self._cache.lose()
             if exc.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.UNIMPLEMENTED):
+                self._lose()
                 log.warning(
                     "the pet service cannot stream its changes: reading every pet through",
                     extra={"grpc_code": exc.code().name, "detail": exc.details()},
                 )
                 return UNSUPPORTED_RETRY_SECONDS
+            self._cache.suspend()
             log.warning("pet watch lost: reading through", extra={"grpc_code": exc.code().name})
         except _StreamEnded as exc:
-            self._cache.lose()
+            self._cache.suspend()
             log.warning("pet watch lost: reading through", extra={"reason": str(exc)})
         finally:
             stream.cancel()
         self._failures += 1
         return RETRY_SECONDS[min(self._failures, len(RETRY_SECONDS)) - 1]
+
+    def _apply(self, message: pet_service_pb2.WatchPetsResponse) -> None:
+        for change in message.changes:
+            self._cache.changed(change.id, change.version, deleted=change.deleted)
+        self._position = (message.epoch, message.sequence) if message.epoch else None
+
+    def _lose(self) -> None:
+        self._cache.lose()
+        self._position = None
 
     async def _read(self, stream: WatchStream) -> pet_service_pb2.WatchPetsResponse:
         try:
