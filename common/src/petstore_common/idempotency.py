@@ -25,7 +25,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, Self, TypeVar
 
 from google.protobuf.message import Message
 from pymongo.asynchronous.collection import AsyncCollection
@@ -55,7 +55,6 @@ REUSED = "this Idempotency-Key was already used with a different request"
 
 Document = dict[str, Any]
 ResponseT = TypeVar("ResponseT", bound=Message)
-ResourceT = TypeVar("ResourceT")
 MAX_ID_ATTEMPTS = 64
 """Fresh ids tried before giving up: one is taken only when a client chose it."""
 
@@ -327,6 +326,27 @@ class Idempotency:
         await self._store.complete(record_id, response.SerializeToString())
         return response, False
 
+    async def serve(
+        self,
+        request: CreateRequest,
+        response_type: type[ResponseT],
+        execute: Callable[[Reservation], Awaitable[ResponseT]],
+        *,
+        secret: bytes = b"",
+    ) -> ResponseT:
+        """Answer a create request under its own Idempotency-Key and caller: `run` with the
+        request's fingerprint (an HMAC with a secret), the response's `idempotent_replay` set."""
+        assert isinstance(request, Message)
+        response, replayed = await self.run(
+            key=request.idempotency_key,
+            caller=request.caller,
+            fingerprint=fingerprint(request, secret=secret),
+            response_type=response_type,
+            execute=execute,
+        )
+        setattr(response, "idempotent_replay", replayed)  # noqa: B010 (every create response has it)
+        return response
+
     async def _settle(self, record_id: str, *, definite: bool) -> None:
         try:
             if definite:
@@ -343,31 +363,70 @@ class Idempotency:
         await self._store.purge(now)
 
 
+class CreateRequest(Protocol):
+    """A create request message: its Idempotency-Key (empty when none) and its caller."""
+
+    @property
+    def idempotency_key(self) -> str: ...
+
+    @property
+    def caller(self) -> caller_pb2.Caller: ...
+
+
+class Numbered(Protocol):
+    """A resource message with an optional numeric `id` field."""
+
+    id: int
+
+    def HasField(self, field_name: Literal["id"], /) -> bool: ...
+
+    def CopyFrom(self, other: Self, /) -> None: ...
+
+
+NumberedT = TypeVar("NumberedT", bound=Numbered)
+
+
+class NumberedStore(Protocol[NumberedT]):
+    """A store of numbered resources that draws fresh ids."""
+
+    async def new_id(self) -> int: ...
+
+    async def create(self, resource: NumberedT, /) -> NumberedT: ...
+
+    async def get(self, resource_id: int, /) -> NumberedT: ...
+
+
 async def create_under_reserved_id(
-    reservation: Reservation,
-    *,
-    chosen_id: int | None,
-    new_id: Callable[[], Awaitable[int]],
-    create: Callable[[int], Awaitable[ResourceT]],
-    get: Callable[[int], Awaitable[ResourceT]],
-) -> ResourceT:
-    """Create a resource under an id its idempotency record holds before the write, so a retry
-    of an attempt whose outcome is unknown writes under the same id: finding it taken then
-    means the earlier attempt wrote it, and that resource is the answer."""
+    reservation: Reservation, store: NumberedStore[NumberedT], resource: NumberedT
+) -> NumberedT:
+    """Create `resource` in `store`. Without an idempotency key it is stored as it is (the
+    store draws an id when it has none). Under a key it is created under an id its idempotency
+    record holds before the write, so a retry of an attempt whose outcome is unknown writes
+    under the same id: finding it taken then means the earlier attempt wrote it, and that
+    resource is the answer."""
+    if reservation.record_id is None:
+        return await store.create(resource)
     if reservation.earlier:
         earlier = reservation.earlier[0]
         try:
-            return await create(earlier)
+            return await store.create(_numbered(resource, earlier))
         except AlreadyExists:
-            return await get(earlier)
-    if chosen_id is not None:
-        await reservation.reserve((chosen_id,))
-        return await create(chosen_id)
+            return await store.get(earlier)
+    if resource.HasField("id"):
+        await reservation.reserve((resource.id,))
+        return await store.create(resource)
     for _ in range(MAX_ID_ATTEMPTS):
-        candidate = await new_id()
+        candidate = await store.new_id()
         await reservation.reserve((candidate,))
         try:
-            return await create(candidate)
+            return await store.create(_numbered(resource, candidate))
         except AlreadyExists:
             continue  # a client chose this id: take the next
     raise Unavailable("could not allocate a free id")
+
+
+def _numbered(resource: NumberedT, resource_id: int) -> NumberedT:
+    copy = type(resource)()
+    copy.CopyFrom(resource)
+    copy.id = resource_id
+    return copy

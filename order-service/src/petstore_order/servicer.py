@@ -26,7 +26,6 @@ from petstore_common.idempotency import (
     Idempotency,
     Reservation,
     create_under_reserved_id,
-    fingerprint,
 )
 from petstore_order import validation
 from petstore_order.pets import PetDirectory
@@ -73,26 +72,10 @@ class OrderServicer(order_service_pb2_grpc.OrderServiceServicer):
             # transaction spans two services' databases).
             if not await self._pets.exists(order.pet_id, budget_seconds=context.time_remaining()):
                 raise NotFound(pet_not_found(order.pet_id))
-            if not request.idempotency_key:
-                return order_service_pb2.CreateOrderResponse(order=await self._store.create(order))
-            stored = await create_under_reserved_id(
-                reservation,
-                chosen_id=order.id if order.HasField("id") else None,
-                new_id=self._store.new_id,
-                create=lambda order_id: self._store.create(_with_id(order, order_id)),
-                get=self._store.get,
-            )
+            stored = await create_under_reserved_id(reservation, self._store, order)
             return order_service_pb2.CreateOrderResponse(order=stored)
 
-        response, replayed = await self._idempotency.run(
-            key=request.idempotency_key,
-            caller=request.caller,
-            fingerprint=fingerprint(request),
-            response_type=order_service_pb2.CreateOrderResponse,
-            execute=create,
-        )
-        response.idempotent_replay = replayed
-        return response
+        return await self._idempotency.serve(request, order_service_pb2.CreateOrderResponse, create)
 
     async def GetOrder(
         self, request: order_service_pb2.GetOrderRequest, context: Context
@@ -158,13 +141,6 @@ def _refused_move(order_id: int, current: Status) -> str:
     if following is None:
         return f"order {order_id} is {STATUS_NAMES[current]}: it cannot move on"
     return f"order {order_id} is {STATUS_NAMES[current]}: it can move to {STATUS_NAMES[following]} only"
-
-
-def _with_id(order: order_pb2.Order, order_id: int) -> order_pb2.Order:
-    copy = order_pb2.Order()
-    copy.CopyFrom(order)
-    copy.id = order_id
-    return copy
 
 
 def _owner_of_new_order(caller: caller_pb2.Caller) -> int | None:

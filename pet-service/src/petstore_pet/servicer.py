@@ -13,7 +13,7 @@ from typing import Any
 
 import grpc
 
-from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
+from petstore.pet.v1 import pet_service_pb2, pet_service_pb2_grpc
 from petstore_common.callers import require_staff
 from petstore_common.errors import ServiceError
 from petstore_common.idempotency import (
@@ -21,7 +21,6 @@ from petstore_common.idempotency import (
     Idempotency,
     Reservation,
     create_under_reserved_id,
-    fingerprint,
 )
 from petstore_common.versions import required_versions
 from petstore_pet import validation
@@ -62,26 +61,10 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
         validation.check_new_pet(request.pet)
 
         async def create(reservation: Reservation) -> pet_service_pb2.CreatePetResponse:
-            if not request.idempotency_key:
-                return pet_service_pb2.CreatePetResponse(pet=await self._store.create(request.pet))
-            pet = await create_under_reserved_id(
-                reservation,
-                chosen_id=request.pet.id if request.pet.HasField("id") else None,
-                new_id=self._store.new_id,
-                create=lambda pet_id: self._store.create(_with_id(request.pet, pet_id)),
-                get=self._store.get,
-            )
+            pet = await create_under_reserved_id(reservation, self._store, request.pet)
             return pet_service_pb2.CreatePetResponse(pet=pet)
 
-        response, replayed = await self._idempotency.run(
-            key=request.idempotency_key,
-            caller=request.caller,
-            fingerprint=fingerprint(request),
-            response_type=pet_service_pb2.CreatePetResponse,
-            execute=create,
-        )
-        response.idempotent_replay = replayed
-        return response
+        return await self._idempotency.serve(request, pet_service_pb2.CreatePetResponse, create)
 
     async def UpdatePet(
         self, request: pet_service_pb2.UpdatePetRequest, context: Context
@@ -151,13 +134,6 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
                     yield _watch_message(subscription, batch)
         except ServiceError as exc:
             await context.abort(exc.code, exc.message)
-
-
-def _with_id(pet: pet_pb2.Pet, pet_id: int) -> pet_pb2.Pet:
-    copy = pet_pb2.Pet()
-    copy.CopyFrom(pet)
-    copy.id = pet_id
-    return copy
 
 
 def _watch_message(

@@ -21,7 +21,7 @@ from petstore.auth.v1 import caller_pb2
 from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
 from petstore_common.callers import customer_id, is_staff, require_staff
 from petstore_common.errors import InvalidArgument, NotFound, PermissionDenied
-from petstore_common.idempotency import DEFAULT_TTL_SECONDS, Idempotency, Reservation, fingerprint
+from petstore_common.idempotency import DEFAULT_TTL_SECONDS, Idempotency, Reservation
 from petstore_common.versions import required_versions
 from petstore_user import validation
 from petstore_user.passwords import MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS, Passwords
@@ -66,15 +66,9 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
             account = Account(user, await self._passwords.hash(request.password))
             return user_service_pb2.CreateUserResponse(user=await self._store.create(account))
 
-        response, replayed = await self._idempotency.run(
-            key=request.idempotency_key,
-            caller=request.caller,
-            fingerprint=fingerprint(request, secret=self._fingerprint_key),
-            response_type=user_service_pb2.CreateUserResponse,
-            execute=create,
+        return await self._idempotency.serve(
+            request, user_service_pb2.CreateUserResponse, create, secret=self._fingerprint_key
         )
-        response.idempotent_replay = replayed
-        return response
 
     async def CreateUsers(
         self, request: user_service_pb2.CreateUsersRequest, context: Context
@@ -90,15 +84,9 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
             ]
             return user_service_pb2.CreateUsersResponse(users=await self._store.create_many(accounts))
 
-        response, replayed = await self._idempotency.run(
-            key=request.idempotency_key,
-            caller=request.caller,
-            fingerprint=fingerprint(request, secret=self._fingerprint_key),
-            response_type=user_service_pb2.CreateUsersResponse,
-            execute=create,
+        return await self._idempotency.serve(
+            request, user_service_pb2.CreateUsersResponse, create, secret=self._fingerprint_key
         )
-        response.idempotent_replay = replayed
-        return response
 
     async def GetUser(
         self, request: user_service_pb2.GetUserRequest, context: Context
