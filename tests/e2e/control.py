@@ -108,3 +108,49 @@ def compose_unavailable_reason(compose_command: str = "docker compose") -> str:
         if done.returncode != 0:
             return what
     return ""
+
+
+@dataclass
+class KubernetesControl:
+    """Deployments in a namespace of a running cluster, through kubectl (KUBECONFIG). Stopping
+    a service scales its Deployment to zero (an HPA leaves a Deployment at zero alone)."""
+
+    base_url: str
+    namespace: str
+
+    def kubectl(self, *args: str, timeout: float = HEALTHY_TIMEOUT_SECONDS) -> str:
+        argv = ["kubectl", "-n", self.namespace, *args]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+        assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr.strip()}"
+        return done.stdout
+
+    def stop_service(self, name: str) -> None:
+        deployment = f"deployment/{name}-service"
+        self.kubectl("scale", deployment, "--replicas=0")
+        pods = f"app.kubernetes.io/name={name}-service"
+        self.kubectl("wait", "--for=delete", "pod", "-l", pods, "--timeout=60s", timeout=90)
+
+    def start_service(self, name: str) -> None:
+        self.kubectl("scale", f"deployment/{name}-service", "--replicas=1")
+        self.kubectl("rollout", "status", f"deployment/{name}-service", "--timeout=90s", timeout=120)
+        # The new pod has a new address: healthy means the gateway reaches it again, which its
+        # /readyz (every service SERVING through its own channels) says.
+        wait_until_ready(self.base_url.removesuffix("/v2") + "/readyz")
+
+
+def wait_until_ready(url: str, timeout: float = HEALTHY_TIMEOUT_SECONDS) -> None:
+    """Return once `url` (http, on 127.0.0.0/8) answers 200."""
+    assert url.startswith("http://127."), url
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as reply:  # noqa: S310 (http, checked above)
+                if reply.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"{url} not ready after {timeout}s")
