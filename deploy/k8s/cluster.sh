@@ -20,7 +20,8 @@ K3S_BIN="$K3S_CACHE/bin"
 # Debian packages: gcc/libseccomp-dev build k3s (cgo, seccomp); the CNI plugins (bridge,
 # host-local, portmap, loopback), conntrack, iptables, ipset, socat are what the kubelet,
 # flannel and kube-proxy call at run time; runc and containerd (its shim) run the pods.
-K3S_DEBS=(gcc libc6-dev libseccomp-dev pkg-config containernetworking-plugins conntrack iptables ipset socat runc containerd)
+# nftables: to list and remove the netfilter tables the run adds (iptables here is iptables-nft).
+K3S_DEBS=(gcc libc6-dev libseccomp-dev pkg-config containernetworking-plugins conntrack iptables ipset socat runc containerd nftables)
 
 k3s_packages() { # installs the missing Debian packages (root, apt-get)
   local missing=() pkg
@@ -140,12 +141,14 @@ net_state() { # dir: a snapshot of links, routes, firewall rules, ipsets and mou
   local dir=$1
   mkdir -p "$dir"
   ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort >"$dir/links"
-  ip route show table all | grep -v '^local \|^broadcast \|^multicast ' | sort >"$dir/routes"
+  # A part may be empty (grep then fails): each is a record, not a check.
+  { ip route show table all | grep -v '^local \|^broadcast \|^multicast ' | sort || true; } >"$dir/routes"
   # Counters change by themselves: compare rules only.
-  iptables-save 2>/dev/null | grep -v '^#' | sed 's/\[[0-9]*:[0-9]*\]//' >"$dir/iptables"
-  ip6tables-save 2>/dev/null | grep -v '^#' | sed 's/\[[0-9]*:[0-9]*\]//' >"$dir/ip6tables"
-  iptables-legacy-save 2>/dev/null | grep -v '^#' | sed 's/\[[0-9]*:[0-9]*\]//' >"$dir/iptables-legacy" || true
+  { iptables-save 2>/dev/null | grep -v '^#' | sed 's/\[[0-9]*:[0-9]*\]//' || true; } >"$dir/iptables"
+  { ip6tables-save 2>/dev/null | grep -v '^#' | sed 's/\[[0-9]*:[0-9]*\]//' || true; } >"$dir/ip6tables"
+  { iptables-legacy-save 2>/dev/null | grep -v '^#' | sed 's/\[[0-9]*:[0-9]*\]//' || true; } >"$dir/iptables-legacy"
   ipset list -n 2>/dev/null | sort >"$dir/ipsets" || true
+  nft list tables 2>/dev/null | sort >"$dir/nft-tables" || true
   awk '{print $5}' /proc/self/mountinfo | sort >"$dir/mounts"
   local path
   for path in "${K3S_HOST_PATHS[@]}"; do
@@ -174,6 +177,12 @@ net_restore() { # before-dir: undo what the cluster left (links, routes, rules, 
     # shellcheck disable=SC2086 # a route is words
     ip route del $route 2>/dev/null || true
   done
+  # Tables the run added go whole (iptables-restore only rewrites the tables it is given).
+  local table
+  comm -13 "$before/nft-tables" "$now/nft-tables" | while read -r table; do
+    # shellcheck disable=SC2086 # "table <family> <name>"
+    nft delete $table 2>/dev/null || true
+  done
   if ! cmp -s "$before/iptables" "$now/iptables"; then
     iptables-restore <"$before/iptables.full"
   fi
@@ -195,7 +204,7 @@ net_verify() { # before-dir: fails, showing the difference, unless the machine i
   local before=$1 now status=0 part
   now="$(mktemp -d)"
   net_state "$now"
-  for part in links routes iptables ip6tables iptables-legacy ipsets mounts paths; do
+  for part in links routes iptables ip6tables iptables-legacy ipsets nft-tables mounts paths; do
     if ! diff -u "$before/$part" "$now/$part" >"$now/$part.diff"; then
       echo "machine state differs after the run: $part" >&2
       cat "$now/$part.diff" >&2
@@ -217,7 +226,7 @@ k3s_start() { # run-dir: starts k3s with its data under run-dir; sets KUBECONFIG
   cp "$K3S_CACHE"/images/*.tar "$IMAGE_TARS"/*.tar "$data/agent/images/"
   # k3s execs `containerd` from PATH; kubectl, ctr and crictl are the same multi-call binary.
   local name
-  for name in containerd kubectl ctr crictl; do ln -sf "$K3S_BIN/k3s" "$links/$name"; done
+  for name in k3s containerd kubectl ctr crictl; do ln -sf "$K3S_BIN/k3s" "$links/$name"; done
   # The node's pod subnet, on Debian's CNI plugins (k3s's own flannel CNI plugin lives in its
   # bundled data, which a build of ./cmd/server lacks). host-local keeps its leases in the run.
   cat >"$run/cni.conflist" <<JSON
@@ -257,7 +266,8 @@ k3s_ours() { # the PIDs of processes k3s left: shims on its containerd socket, a
   local pid
   for pid in /proc/[0-9]*; do
     pid=${pid#/proc/}
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "-address /run/k3s/containerd/containerd.sock" && echo "$pid"
+    # A process may end between the glob and the read: no message for it.
+    { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -q -- "-address /run/k3s/containerd/containerd.sock" && echo "$pid"
   done
 }
 

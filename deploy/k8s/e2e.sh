@@ -51,6 +51,8 @@ FORWARD_PID=""
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
+  # Every part of the teardown runs, whatever fails before it.
+  set +e
   step stop
   if [[ -n "$FORWARD_PID" ]]; then kill "$FORWARD_PID" 2>/dev/null || true; fi
   if [[ "$ENGINE_STARTED" == 1 ]]; then "$ENGINE" stop || status=1; fi

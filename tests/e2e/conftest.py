@@ -134,7 +134,10 @@ def k8s_control() -> KubernetesControl:
         pytest.fail("k8s mode needs PETSTORE_E2E_BASE_URL (`make e2e-k8s` sets it)")
     host = base_url.split("//", 1)[-1].split(":", 1)[0]
     assert host.startswith("127."), "the tests send traffic only to 127.0.0.0/8"
-    return KubernetesControl(base_url, os.environ.get("PETSTORE_K8S_NAMESPACE", "petstore"))
+    namespace = os.environ.get("PETSTORE_K8S_NAMESPACE", "petstore")
+    return KubernetesControl(
+        base_url, namespace, os.environ.get("PETSTORE_API_KEYS", STATIC_KEY).split(",")[0]
+    )
 
 
 # --- what the tests use ---------------------------------------------------------------------
