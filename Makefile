@@ -8,7 +8,7 @@ PROJECTS := common devstack pet-service order-service user-service gateway bench
 PACKAGES := protos/python $(PROJECTS)
 INSTALLED := $(VENV)/.installed
 
-.PHONY: help install run run-demo test lint typecheck protos protos-check unit ferretdb e2e-compose deploy-check bench bench-smoke clean
+.PHONY: help install run run-demo test lint typecheck protos protos-check unit ferretdb e2e-compose e2e-k8s deploy-check bench bench-smoke clean
 
 help:
 	@echo "make run    - the whole stack as local processes, gateway on http://127.0.0.1:8080/v2"
@@ -73,6 +73,13 @@ unit: ferretdb
 # (deploy/compose/e2e.sh says what it does and how long each step took).
 e2e-compose: ferretdb
 	deploy/compose/e2e.sh
+
+# The same e2e suite, and the Kubernetes tests (tests/k8s), through a single-node k3s built
+# from the Go module proxy (cached in .cache/k3s/<version>) and started for the run (root);
+# each team's folder applied alone, then the e2e overlay; stopped by PID at the end and the
+# machine's network state restored (deploy/k8s/e2e.sh says what it does and how long it took).
+e2e-k8s: ferretdb
+	deploy/k8s/e2e.sh
 
 deploy-check: install
 	deploy/check.sh

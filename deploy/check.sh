@@ -2,7 +2,7 @@
 # Offline checks of the deployment files: Kubernetes manifests, docker-compose.yml, Dockerfiles.
 # Exits non-zero on the first failure; prints what it checked. `make test` runs it.
 #
-#   1. kustomize renders every folder of deploy/k8s/base and both overlays
+#   1. kustomize renders every folder of deploy/k8s/base and the overlays (dev, prod, e2e)
 #   2. the renders pass `kubernetes-validate --strict` for each version in K8S_VERSIONS
 #   3. docker-compose.yml matches the Compose Specification schema (vendored) and
 #      `docker compose config -q` accepts it with the secrets set (alone and with the FerretDB
@@ -33,6 +33,7 @@ K8S_DIRS=(
   deploy/k8s/base/network-policies
   deploy/k8s/overlays/dev
   deploy/k8s/overlays/prod
+  deploy/k8s/overlays/e2e
 )
 DOCKERFILES=(gateway/Dockerfile pet-service/Dockerfile order-service/Dockerfile user-service/Dockerfile)
 

@@ -20,33 +20,11 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 VENV="${VENV:-$ROOT/.venv}"
 ENGINE="$ROOT/deploy/compose/engine.sh"
+RUN_NAME=e2e-compose
+# shellcheck source=deploy/steps.sh
+source "$ROOT/deploy/steps.sh"
 # shellcheck source=deploy/tools.sh
 source "$ROOT/deploy/tools.sh"
-
-TIMES=()
-step_started=0
-step() {
-  finish_step
-  STEP="$1"
-  step_started=$SECONDS
-  printf '\n==> %s\n' "$STEP"
-}
-finish_step() {
-  if [[ -n "${STEP:-}" ]]; then
-    TIMES+=("$(printf '%-8s %4ds' "$STEP" $((SECONDS - step_started)))")
-  fi
-  STEP=""
-}
-report() {
-  finish_step
-  printf '\ne2e-compose: time per step\n'
-  printf '  %s\n' "${TIMES[@]}"
-  printf '  %-8s %4ds\n' total "$SECONDS"
-}
-die() {
-  printf 'e2e-compose: FAILED: %s\n' "$*" >&2
-  exit 1
-}
 
 # The run's own project and secrets: nothing a developer's .env or running stack holds.
 PROJECT="petstore-e2e-$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')"

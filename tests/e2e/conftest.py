@@ -1,13 +1,16 @@
 """The stack under test: real processes talking real gRPC, driven over HTTP.
 
-Two modes, chosen by PETSTORE_E2E_MODE:
+Three modes, chosen by PETSTORE_E2E_MODE:
 - `process` (default, what `make test` runs): the stack as local processes, on MONGODB_URI
   when one is given (`make test` starts FerretDB), else on the embedded store;
 - `compose` (`make e2e-compose`): docker-compose.yml built and started through pytest-docker,
   with MongoDB (or FerretDB where no MongoDB image exists), two replicas of each gRPC
   service; run by hand without a Docker engine and compose it is skipped with the reason,
-  under CI it fails.
-The same tests run in both; `control` stops and starts one service in either.
+  under CI it fails;
+- `k8s` (`make e2e-k8s`): a gateway already running in a Kubernetes cluster, reached at
+  PETSTORE_E2E_BASE_URL (a `kubectl port-forward` on 127.0.0.1), its static key the first of
+  PETSTORE_API_KEYS; services stopped and started with kubectl in PETSTORE_K8S_NAMESPACE.
+The same tests run in all; `control` stops and starts one service in either.
 """
 
 from __future__ import annotations
@@ -23,7 +26,13 @@ from aiohttp import ClientSession, ClientTimeout
 from petstore_devstack.stack import Stack
 from tests.e2e.callers import Cast, make_cast
 from tests.e2e.client import Api
-from tests.e2e.control import ComposeControl, ProcessControl, StackControl, compose_unavailable_reason
+from tests.e2e.control import (
+    ComposeControl,
+    KubernetesControl,
+    ProcessControl,
+    StackControl,
+    compose_unavailable_reason,
+)
 
 STATIC_KEY = "e2e-static-key-0123456789"
 E2E_ENV = {"RATE_LIMIT_PER_SECOND": "1000", "RATE_LIMIT_BURST": "2000"}
@@ -38,8 +47,10 @@ def control(request: pytest.FixtureRequest) -> StackControl:
         fixture: StackControl = request.getfixturevalue("compose_control")
     elif E2E_MODE == "process":
         fixture = request.getfixturevalue("process_control")
+    elif E2E_MODE == "k8s":
+        fixture = request.getfixturevalue("k8s_control")
     else:
-        pytest.fail(f"PETSTORE_E2E_MODE must be 'process' or 'compose', not {E2E_MODE!r}")
+        pytest.fail(f"PETSTORE_E2E_MODE must be 'process', 'compose' or 'k8s', not {E2E_MODE!r}")
     return fixture
 
 
@@ -113,6 +124,22 @@ def compose_control(
     return ComposeControl(f"http://{host}:{port}/v2", docker_compose_project_name)
 
 
+# --- k8s mode: a gateway already running in a cluster (deploy/k8s/e2e.sh starts it) ----------
+
+
+@pytest.fixture(scope="session")
+def k8s_control() -> KubernetesControl:
+    base_url = os.environ.get("PETSTORE_E2E_BASE_URL", "")
+    if not base_url:
+        pytest.fail("k8s mode needs PETSTORE_E2E_BASE_URL (`make e2e-k8s` sets it)")
+    host = base_url.split("//", 1)[-1].split(":", 1)[0]
+    assert host.startswith("127."), "the tests send traffic only to 127.0.0.0/8"
+    namespace = os.environ.get("PETSTORE_K8S_NAMESPACE", "petstore")
+    return KubernetesControl(
+        base_url, namespace, os.environ.get("PETSTORE_API_KEYS", STATIC_KEY).split(",")[0]
+    )
+
+
 # --- what the tests use ---------------------------------------------------------------------
 
 
@@ -123,9 +150,8 @@ def base_url(control: StackControl) -> str:
 
 @pytest.fixture
 async def api(base_url: str) -> AsyncIterator[Api]:
-    api_key = (
-        os.environ.get("PETSTORE_API_KEYS", STATIC_KEY).split(",")[0] if E2E_MODE == "compose" else STATIC_KEY
-    )
+    in_containers = E2E_MODE in ("compose", "k8s")
+    api_key = os.environ.get("PETSTORE_API_KEYS", STATIC_KEY).split(",")[0] if in_containers else STATIC_KEY
     async with ClientSession(timeout=ClientTimeout(total=15)) as session:
         yield Api(session, base_url, api_key)
 

@@ -7,6 +7,7 @@ import shlex
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -108,3 +109,71 @@ def compose_unavailable_reason(compose_command: str = "docker compose") -> str:
         if done.returncode != 0:
             return what
     return ""
+
+
+@dataclass
+class KubernetesControl:
+    """Deployments in a namespace of a running cluster, through kubectl (KUBECONFIG). Stopping
+    a service scales its Deployment to zero (an HPA leaves a Deployment at zero alone)."""
+
+    base_url: str
+    namespace: str
+    api_key: str
+
+    def kubectl(self, *args: str, timeout: float = HEALTHY_TIMEOUT_SECONDS) -> str:
+        argv = ["kubectl", "-n", self.namespace, *args]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+        assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr.strip()}"
+        return done.stdout
+
+    def stop_service(self, name: str) -> None:
+        deployment = f"deployment/{name}-service"
+        self.kubectl("scale", deployment, "--replicas=0")
+        pods = f"app.kubernetes.io/name={name}-service"
+        self.kubectl("wait", "--for=delete", "pod", "-l", pods, "--timeout=60s", timeout=90)
+
+    def start_service(self, name: str) -> None:
+        self.kubectl("scale", f"deployment/{name}-service", "--replicas=1")
+        self.kubectl("rollout", "status", f"deployment/{name}-service", "--timeout=90s", timeout=120)
+        # The new pod has a new address, which its callers find by resolving the headless name
+        # again: healthy here means both reach it. The gateway's /readyz says it does (every
+        # service SERVING through its own channels); for pet, an order for a pet that does not
+        # exist says order-service does (404, not 503, and nothing stored).
+        wait_until_ready(self.base_url.removesuffix("/v2") + "/readyz")
+        if name == "pet":
+            wait_until_ready(
+                self.base_url + "/store/order",
+                body=b'{"petId": 987654321987}',
+                headers={"api_key": self.api_key, "Content-Type": "application/json"},
+                ready=lambda status: status != 503,
+            )
+
+
+def wait_until_ready(
+    url: str,
+    timeout: float = HEALTHY_TIMEOUT_SECONDS,
+    *,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    ready: Callable[[int], bool] = lambda status: status == 200,
+) -> None:
+    """Return once `url` (http, on 127.0.0.0/8) answers a status `ready` accepts (a GET, or a
+    POST of `body`)."""
+    assert url.startswith("http://127."), url
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        request = urllib.request.Request(url, data=body, headers=headers or {})  # noqa: S310 (http, checked above)
+        try:
+            with urllib.request.urlopen(request, timeout=5) as reply:  # noqa: S310
+                status = reply.status
+        except urllib.error.HTTPError as error:
+            status = error.code
+        except (urllib.error.URLError, OSError):
+            status = 0
+        if ready(status):
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"{url} not ready after {timeout}s")
