@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from aiohttp import ClientSession, ClientTimeout, TCPConnector
+
+from petstore_devstack.stack import Stack
 
 collect_ignore = [] if os.environ.get("PETSTORE_E2E_MODE") == "compose" else ["containers"]
 
@@ -28,6 +31,24 @@ FAULT_ENV = {
 
 def database_prefix() -> str:
     return f"faults_{uuid.uuid4().hex[:8]}"
+
+
+@contextmanager
+def running_stack(log_dir: Path, *, mongodb_uri: str = "", **env: str) -> Iterator[Stack]:
+    """A stack of its own for one test, on the embedded store unless `mongodb_uri`, with the
+    fault settings and `env` on top; stopped afterwards, whatever the test did to it."""
+    stack = Stack(
+        mongodb_uri=mongodb_uri,
+        api_keys=STATIC_KEY,
+        database_prefix=database_prefix(),
+        extra_env={**FAULT_ENV, **env},
+        log_dir=log_dir,
+    )
+    stack.start()
+    try:
+        yield stack
+    finally:
+        stack.stop()
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from aiohttp import ClientSession
 from petstore_devstack.ferretdb import launch_ferretdb
 from petstore_devstack.ports import free_port, wait_for_port
 from petstore_devstack.stack import Stack
-from tests.faults.conftest import FAULT_ENV, STATIC_KEY, database_prefix
+from tests.faults.conftest import FAULT_ENV, STATIC_KEY, running_stack
 from tests.faults.load import Request, SteadyLoad, send, wait_for
 
 # The database is this test's own FerretDB (built by `make test` before pytest runs), which
@@ -68,18 +68,8 @@ def database(tmp_path: Path) -> Iterator[Database]:
 
 @pytest.fixture
 def stack(database: Database, log_dir: Path) -> Iterator[Stack]:
-    stack = Stack(
-        mongodb_uri=database.uri,
-        api_keys=STATIC_KEY,
-        database_prefix=database_prefix(),
-        extra_env=FAULT_ENV,
-        log_dir=log_dir,
-    )
-    stack.start()
-    try:
+    with running_stack(log_dir, mongodb_uri=database.uri) as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 async def test_database_killed_and_restarted(

@@ -15,21 +15,15 @@ import pytest
 from aiohttp import ClientSession
 
 from petstore_devstack.stack import Stack
-from tests.faults.conftest import FAULT_ENV, STATIC_KEY, database_prefix
+from tests.faults.conftest import STATIC_KEY, running_stack
 from tests.faults.load import Request, SteadyLoad, send
 
 
 @pytest.fixture
 def stack(log_dir: Path) -> Iterator[Stack]:
     # The embedded store: these tests are about processes stopping, not about storage.
-    stack = Stack(
-        api_keys=STATIC_KEY, database_prefix=database_prefix(), extra_env=FAULT_ENV, log_dir=log_dir
-    )
-    stack.start()
-    try:
+    with running_stack(log_dir) as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 async def test_sigterm_to_the_pet_service_under_load(stack: Stack, session: ClientSession) -> None:

@@ -16,25 +16,16 @@ import pytest
 from aiohttp import ClientSession
 
 from petstore_devstack.stack import Stack
-from tests.faults.conftest import FAULT_ENV, STATIC_KEY, database_prefix
+from tests.faults.conftest import STATIC_KEY, running_stack
 
 KEY = {"api_key": STATIC_KEY, "Accept": "application/json"}
 
 
 @pytest.fixture
 def stack(log_dir: Path) -> Iterator[Stack]:
-    stack = Stack(
-        mongodb_uri="",  # the embedded store: its pet service streams its own writes
-        api_keys=STATIC_KEY,
-        database_prefix=database_prefix(),
-        extra_env=FAULT_ENV,
-        log_dir=log_dir,
-    )
-    stack.start()
-    try:
+    # The embedded store: its pet service streams its own writes.
+    with running_stack(log_dir) as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 async def metric(session: ClientSession, stack: Stack, name: str) -> float:
@@ -130,18 +121,8 @@ async def test_a_restarted_pet_service_is_never_answered_for_from_the_old_cache(
 
 @pytest.fixture
 def two_gateway_stack(log_dir: Path) -> Iterator[Stack]:
-    stack = Stack(
-        mongodb_uri="",
-        api_keys=STATIC_KEY,
-        database_prefix=database_prefix(),
-        extra_env={**FAULT_ENV, "GATEWAY_WORKERS": "2"},
-        log_dir=log_dir,
-    )
-    stack.start()
-    try:
+    with running_stack(log_dir, GATEWAY_WORKERS="2") as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 async def test_a_write_through_one_worker_reaches_the_cache_of_the_other(
@@ -163,18 +144,8 @@ async def test_a_write_through_one_worker_reaches_the_cache_of_the_other(
 @pytest.fixture
 def ageing_stack(log_dir: Path) -> Iterator[Stack]:
     """Connections to the services age out every second (30 s as deployed)."""
-    stack = Stack(
-        mongodb_uri="",
-        api_keys=STATIC_KEY,
-        database_prefix=database_prefix(),
-        extra_env={**FAULT_ENV, "GRPC_MAX_CONNECTION_AGE_SECONDS": "1"},
-        log_dir=log_dir,
-    )
-    stack.start()
-    try:
+    with running_stack(log_dir, GRPC_MAX_CONNECTION_AGE_SECONDS="1") as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 async def test_a_watch_stream_whose_connection_ages_out_resumes_and_the_cache_is_kept(

@@ -14,7 +14,7 @@ import pytest
 from aiohttp import ClientSession
 
 from petstore_devstack.stack import Stack
-from tests.faults.conftest import FAULT_ENV, GRPC_TIMEOUT_SECONDS, STATIC_KEY, database_prefix
+from tests.faults.conftest import GRPC_TIMEOUT_SECONDS, STATIC_KEY, running_stack
 from tests.faults.load import Request, SteadyLoad, send, wait_for
 
 pytestmark = pytest.mark.mongo
@@ -22,18 +22,8 @@ pytestmark = pytest.mark.mongo
 
 @pytest.fixture
 def stack(mongodb_uri: str, log_dir: Path) -> Iterator[Stack]:
-    stack = Stack(
-        mongodb_uri=mongodb_uri,
-        api_keys=STATIC_KEY,
-        database_prefix=database_prefix(),
-        extra_env=FAULT_ENV,
-        log_dir=log_dir,
-    )
-    stack.start()
-    try:
+    with running_stack(log_dir, mongodb_uri=mongodb_uri) as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 async def test_pet_service_killed_and_restarted(stack: Stack, session: ClientSession) -> None:

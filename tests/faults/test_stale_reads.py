@@ -15,7 +15,7 @@ from aiohttp import ClientSession
 
 from petstore_bench.mixed import run_mixed
 from petstore_devstack.stack import Stack
-from tests.faults.conftest import FAULT_ENV, STATIC_KEY, database_prefix
+from tests.faults.conftest import STATIC_KEY, running_stack
 
 KEY = {"api_key": STATIC_KEY, "Accept": "application/json"}
 PETS = 50
@@ -23,18 +23,8 @@ PETS = 50
 
 @pytest.fixture
 def stack(log_dir: Path) -> Iterator[Stack]:
-    stack = Stack(
-        mongodb_uri="",
-        api_keys=STATIC_KEY,
-        database_prefix=database_prefix(),
-        extra_env={**FAULT_ENV, "GATEWAY_WORKERS": str(GATEWAY_WORKERS), "RATE_LIMIT_PER_SECOND": "0"},
-        log_dir=log_dir,
-    )
-    stack.start()
-    try:
+    with running_stack(log_dir, GATEWAY_WORKERS=str(GATEWAY_WORKERS), RATE_LIMIT_PER_SECOND="0") as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 GATEWAY_WORKERS = 2
