@@ -14,9 +14,16 @@ from typing import Any
 
 import grpc
 import pytest
+from grpc_health.v1 import health, health_pb2_grpc
 
 from petstore_common.grpc_client import create_channel
-from petstore_common.grpc_server import RunningService, ServiceDefinition, server_options, start_service
+from petstore_common.grpc_server import (
+    NO_PORT_SHARING,
+    RunningService,
+    ServiceDefinition,
+    server_options,
+    start_service,
+)
 from petstore_common.settings import ServiceSettings
 
 SERVICE = "test.v1.WhoService"
@@ -152,3 +159,51 @@ def test_server_options_set_a_maximum_connection_age() -> None:
     assert options({"GRPC_MAX_CONNECTION_AGE_SECONDS": "5"})["grpc.max_connection_age_ms"] == 5_000
     assert options({"GRPC_MAX_CONNECTION_AGE_SECONDS": "5"})["grpc.max_connection_age_grace_ms"] == 10_000
     assert "grpc.max_connection_age_ms" not in options({"GRPC_MAX_CONNECTION_AGE_SECONDS": "0"})
+
+
+class _FailsFirst(grpc.GenericRpcHandler):
+    """PetService.GetPet (a read) and CreatePet (a write) that answer UNAVAILABLE the first
+    time each is called, then succeed; counts the calls that reached it."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+
+    def service(self, call: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler[Any, Any] | None:
+        method = call.method
+        if not method.startswith("/petstore.pet.v1.PetService/"):
+            return None  # the health service answers the channel's health watch
+
+        async def answer(request: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
+            self.calls[method] += 1
+            if self.calls[method] == 1:
+                await context.abort(grpc.StatusCode.UNAVAILABLE, "not yet")
+            return b""
+
+        return grpc.unary_unary_rpc_method_handler(answer)
+
+
+async def test_a_read_that_meets_no_replica_is_tried_again_and_a_write_is_not() -> None:
+    handler = _FailsFirst()
+    server = grpc.aio.server(options=NO_PORT_SHARING)
+    health_pb2_grpc.add_HealthServicer_to_server(health.aio.HealthServicer(), server)
+    server.add_generic_rpc_handlers([handler])
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        async with create_channel(f"127.0.0.1:{port}") as channel:
+            read: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(
+                "/petstore.pet.v1.PetService/GetPet"
+            )
+            write: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(
+                "/petstore.pet.v1.PetService/CreatePet"
+            )
+            assert await read(b"", timeout=5) == b""
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await write(b"", timeout=5)
+    finally:
+        await server.stop(None)
+    assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert handler.calls == {
+        "/petstore.pet.v1.PetService/GetPet": 2,
+        "/petstore.pet.v1.PetService/CreatePet": 1,
+    }
