@@ -142,3 +142,31 @@ async def test_graceful_stop_lets_in_flight_calls_finish(running: RunningService
         await asyncio.sleep(0.1)
         await running.stop(grace=2)
         assert await in_flight == b"done"
+
+
+class HeldReadiness:
+    """A readiness check that answers only when the test says so."""
+
+    def __init__(self) -> None:
+        self.answer: asyncio.Future[None] | None = None
+
+    async def check(self) -> None:
+        self.answer = asyncio.get_running_loop().create_future()
+        await self.answer
+
+
+async def test_stop_ends_the_health_watch_even_as_a_check_returns() -> None:
+    readiness = HeldReadiness()
+    settings = ServiceSettings.from_env(
+        default_port=0, default_database="t", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0"}
+    )
+    service = await start_service(ServiceDefinition(SERVICE, _register, readiness.check), settings)
+    for _ in range(100):
+        if readiness.answer is not None:
+            break
+        await asyncio.sleep(0.01)
+    assert readiness.answer is not None
+    readiness.answer.set_result(None)  # the check returns in the very turn the stop comes
+    stopping = asyncio.create_task(service.stop(None))
+    done, _ = await asyncio.wait([stopping], timeout=3)
+    assert stopping in done

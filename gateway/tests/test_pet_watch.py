@@ -209,3 +209,19 @@ async def test_a_service_that_cannot_stream_changes_is_read_through_and_asked_ag
     assert not cache.live
     second.send()
     await until(lambda: cache.live)
+
+
+async def test_a_stop_that_comes_with_a_message_still_stops(cache: PetCache) -> None:
+    streams = Streams()
+    # A silence far longer than the test: only honouring the cancellation can end the task.
+    task = asyncio.create_task(PetWatcher(cache, streams.open, silence_seconds=30).run())
+    stream = await streams.next()
+    stream.send()
+    await until(lambda: cache.live)
+
+    stream.send((1, 2, False))  # the pending read now has its message...
+    task.cancel()  # ...and the stop arrives in the same turn of the loop
+    with pytest.raises(asyncio.CancelledError):
+        async with asyncio.timeout(2):
+            await task
+    assert not cache.live

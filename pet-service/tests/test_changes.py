@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from petstore_common.errors import Unavailable
@@ -81,3 +83,14 @@ async def test_changes_no_longer_kept_or_another_epoch_cannot_be_resumed() -> No
     hub.new_epoch()  # the feed's source restarted: it may have missed changes
     async with hub.subscribe(latest) as after_gap:
         assert not after_gap.resumed
+
+
+async def test_a_cancelled_wait_stays_cancelled_when_a_change_comes_in_the_same_turn() -> None:
+    hub = ChangeHub()
+    async with hub.subscribe() as subscription:
+        waiting = asyncio.create_task(subscription.next_batch(30))
+        await asyncio.sleep(0)  # now waiting for a change
+        hub.publish(PetChange(1, 1))
+        waiting.cancel()  # a stream ending as the change arrives must end, not carry on
+        with pytest.raises(asyncio.CancelledError):
+            await waiting

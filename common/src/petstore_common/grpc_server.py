@@ -194,7 +194,10 @@ async def _watch_readiness(definition: ServiceDefinition, servicer: health.aio.H
     last: int | None = None
     while True:
         try:
-            await asyncio.wait_for(definition.check_ready(), timeout=HEALTH_CHECK_INTERVAL_SECONDS)
+            # Not wait_for: on Python 3.11 it drops a cancellation that comes as the check
+            # returns (cpython#86296), and stop() would then wait on this loop for ever.
+            async with asyncio.timeout(HEALTH_CHECK_INTERVAL_SECONDS):
+                await definition.check_ready()
             status: int = health_pb2.HealthCheckResponse.SERVING
         except Exception as exc:  # any failure to reach a dependency means not ready
             status = health_pb2.HealthCheckResponse.NOT_SERVING

@@ -107,8 +107,12 @@ class PetWatcher:
         self._position = None
 
     async def _read(self, stream: WatchStream) -> pet_service_pb2.WatchPetsResponse:
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancellation that comes
+        # in the same turn as the message (cpython#86296), and the stopping gateway then kept
+        # following the stream, heartbeat after heartbeat, instead of exiting.
         try:
-            message = await asyncio.wait_for(stream.read(), self._silence_seconds)
+            async with asyncio.timeout(self._silence_seconds):
+                message = await stream.read()
         except TimeoutError:
             raise _StreamEnded(f"nothing heard for {self._silence_seconds} s") from None
         if not isinstance(message, pet_service_pb2.WatchPetsResponse):

@@ -99,8 +99,9 @@ class Subscription:
         """Every change queued so far (waiting at most `wait_seconds`: [] means none came);
         SubscriptionLost once lost, even with changes still queued."""
         if not self._queue and self._lost is None:
-            try:
-                await asyncio.wait_for(self._ready.wait(), wait_seconds)
+            try:  # asyncio.timeout: wait_for can drop a cancellation on 3.11 (cpython#86296)
+                async with asyncio.timeout(wait_seconds):
+                    await self._ready.wait()
             except TimeoutError:
                 return []
         return self.drain()
