@@ -6,9 +6,8 @@ local report = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "
 
 report.expect_status(304)
 
-local requests = {}
-
 function init(args)
+  local requests = {}
   local name = os.getenv("BENCH_PET_ETAGS_FILE") or error("BENCH_PET_ETAGS_FILE must name a file")
   for line in io.lines(name) do
     local id, etag = line:match("^(%d+) (.+)$")
@@ -21,11 +20,7 @@ function init(args)
   if #requests == 0 then
     error(name .. " holds no \"<id> <etag>\" line")
   end
-  math.randomseed(os.time() + (tonumber(tostring(requests):match("0x(%x+)"), 16) or 0))
-end
-
-function request()
-  return requests[math.random(#requests)]
+  request = report.pick_at_random(requests)
 end
 
 done = report.done

@@ -2,17 +2,12 @@
 -- thousands of pets, a read cache is measured on a working set, not on one hot entry.
 local report = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "report.lua")
 
-local requests = {}
-
 function init(args)
+  local requests = {}
   for _, id in ipairs(report.list("BENCH_PET_IDS")) do
     requests[#requests + 1] = report.format("GET", "/v2/pet/" .. id, { ["Accept"] = "application/json" })
   end
-  math.randomseed(os.time() + (tonumber(tostring(requests):match("0x(%x+)"), 16) or 0))
-end
-
-function request()
-  return requests[math.random(#requests)]
+  request = report.pick_at_random(requests)
 end
 
 done = report.done

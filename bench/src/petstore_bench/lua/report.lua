@@ -38,6 +38,16 @@ function M.cycle(requests)
   end
 end
 
+-- Draws prepared requests at random. The seed mixes in the address of `requests`, which is
+-- each wrk thread's own table: threads start within the same second, so os.time() alone would
+-- give them all the same sequence.
+function M.pick_at_random(requests)
+  math.randomseed(os.time() + (tonumber(tostring(requests):match("0x(%x+)"), 16) or 0))
+  return function()
+    return requests[math.random(#requests)]
+  end
+end
+
 -- Opt-in: count every response below 400 whose status is not `code` (wrk counts only statuses
 -- of 400 and more as errors, so a 200 where a 304 is due would pass unseen). Call it at the top
 -- level of a scenario script: each wrk thread loads the script into its own Lua state and
