@@ -31,13 +31,13 @@ log = logging.getLogger(__name__)
 
 HEALTH_CHECK_INTERVAL_SECONDS = 2.0
 MAX_CONNECTION_AGE_GRACE_SECONDS = 10.0
+"""How long an aged-out connection keeps serving the calls already on it: longer than any
+caller's deadline (the gateway's is 5 s), so no call is cut by a connection ageing."""
 SHUTDOWN_NOTICE_SECONDS = 0.5
 """Between NOT_SERVING and refusing new RPCs: the clients' health watches take the replica out
 of their round_robin turn first, so no call is picked for a server that already refuses it
 (a rolling update under load lost one call in 600 without it, `make e2e-k8s`; stopping one of
 two replicas under load lost a call in 2 runs of 8, common/tests/test_grpc_client.py)."""
-"""How long an aged-out connection keeps serving the calls already on it: longer than any
-caller's deadline (the gateway's is 5 s), so no call is cut by a connection ageing."""
 
 RPC_HANDLED = Counter(
     "grpc_server_handled_total", "RPCs completed, by method and status code.", ["grpc_method", "grpc_code"]
