@@ -346,7 +346,7 @@ async def run_on(idempotency: Idempotency, execute: Any) -> tuple[Any, bool]:
 async def test_an_attempt_cancelled_during_its_claim_frees_the_key_at_once(store: IdempotencyStore) -> None:
     faulty, clock, effects = FaultyStore(store), Clock(), Effects()
     faulty.hung.add("claim")  # the insert lands, the reply never comes: the caller gives up
-    attempt = asyncio.create_task(run_on(Idempotency(faulty, clock=clock), effects.once))  # type: ignore[arg-type]
+    attempt = asyncio.create_task(run_on(Idempotency(faulty, clock=clock), effects.once))
     await faulty.hanging.wait()
     attempt.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -360,7 +360,7 @@ async def test_an_insert_whose_reply_was_lost_frees_the_key_at_once(store: Idemp
     faulty.lost.add("claim")
 
     with pytest.raises(ConnectionFailure):
-        await run_on(Idempotency(faulty, clock=clock), effects.once)  # type: ignore[arg-type]
+        await run_on(Idempotency(faulty, clock=clock), effects.once)
 
     assert await run(Idempotency(store, clock=clock), effects) == (caller_pb2.Caller(user_id=1), False)
 
@@ -374,7 +374,7 @@ async def test_a_lost_database_during_the_abandon_blocks_the_key_one_lease(store
         raise Unavailable("the database is unavailable")
 
     with pytest.raises(Unavailable):
-        await run_on(Idempotency(faulty, clock=clock), lost)  # type: ignore[arg-type]
+        await run_on(Idempotency(faulty, clock=clock), lost)
 
     with pytest.raises(Aborted, match=IN_PROGRESS):
         await run(Idempotency(store, clock=clock), effects)
@@ -388,7 +388,7 @@ async def test_a_lost_reply_of_the_completion_hands_the_retry_its_ids(store: Ide
     faulty.down.add("complete")
 
     with pytest.raises(ConnectionFailure):
-        await run_on(Idempotency(faulty, clock=clock), effects.once)  # type: ignore[arg-type]
+        await run_on(Idempotency(faulty, clock=clock), effects.once)
 
     assert await run(Idempotency(store, clock=clock), effects) == (caller_pb2.Caller(user_id=2), False)
     assert effects.reserved == [(), (100,)]
@@ -422,7 +422,7 @@ async def test_an_attempt_taken_over_cannot_take_effect(store: IdempotencyStore)
         await taken_over.wait()
         return await effects.once(reservation)
 
-    first = asyncio.create_task(run_on(Idempotency(faulty, clock=clock), stalled))  # type: ignore[arg-type]
+    first = asyncio.create_task(run_on(Idempotency(faulty, clock=clock), stalled))
     await asyncio.sleep(0)
     clock.now = T0 + LEASE
     assert await run(Idempotency(store, clock=clock), effects) == (caller_pb2.Caller(user_id=1), False)
