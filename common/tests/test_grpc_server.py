@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -15,6 +16,7 @@ from petstore_common.errors import NotFound
 from petstore_common.grpc_client import create_channel, is_serving
 from petstore_common.grpc_server import (
     HEALTH_CHECK_INTERVAL_SECONDS,
+    RECHECK_INTERVAL_SECONDS,
     RunningService,
     ServiceDefinition,
     start_service,
@@ -207,3 +209,9 @@ async def test_stop_ends_the_health_watch_even_as_a_check_returns() -> None:
     stopping = asyncio.create_task(service.stop(None))
     done, _ = await asyncio.wait([stopping], timeout=3)
     assert stopping in done
+
+
+def test_the_readme_states_how_often_an_unhealthy_service_checks_again() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert f"checks again every {RECHECK_INTERVAL_SECONDS:g} s" in readme
+    assert f"checked every {HEALTH_CHECK_INTERVAL_SECONDS:g} s" in readme

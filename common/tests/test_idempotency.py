@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from petstore_common.errors import Aborted, AlreadyExists, FailedPrecondition, I
 from petstore_common.idempotency import (
     IN_PROGRESS,
     LEASE_SECONDS,
+    RENEW_INTERVAL_SECONDS,
     REUSED,
     TAKEN_OVER,
     Claimed,
@@ -431,3 +433,9 @@ async def test_an_attempt_taken_over_cannot_take_effect(store: IdempotencyStore)
     with pytest.raises(Aborted, match=TAKEN_OVER):
         await first
     assert effects.count == 1
+
+
+def test_the_readme_states_the_lease_and_its_renewal() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert f"a {LEASE_SECONDS:g} s lease" in readme
+    assert f"renews every {RENEW_INTERVAL_SECONDS:g} s" in readme
