@@ -68,8 +68,8 @@ class InFlight:
 
     async def on_response_prepare(self, request: web.Request, response: web.StreamResponse) -> None:
         """While draining, every answer closes its connection and says so. (A signal rather
-        than the middleware: it sees every response, streamed ones and aiohttp's own too, just
-        before its headers are written.)"""
+        than the middleware: it sees every response of the app, streamed ones and raised ones
+        too, just before its headers are written.)"""
         if self.draining:
             response.force_close()
             response.headers[hdrs.CONNECTION] = "close"
