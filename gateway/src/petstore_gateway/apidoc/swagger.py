@@ -6,8 +6,8 @@ is derived rather than written down:
 - `security` (and the 401 answer) from `access_of`, the rule the auth middleware applies:
   the credential as `api_key` or as `Authorization: Bearer`, either one;
 - 400 on every operation: a request whose two credential headers disagree;
-- 413 and 415 on every operation that reads a body or a form, and 406, 429 (with Retry-After)
-  and 503 on every operation (all of them call a service).
+- 413 and 415 on every operation that reads a body or a form, and 406, 429 and 503 (both with
+  Retry-After) on every operation (all of them call a service); Retry-After on every 409.
 
 Bounds mirror the services' validation (each constant names where it comes from); property
 names and XML names mirror `representations/` (a test keeps the two in step).
@@ -858,6 +858,11 @@ def _render(op: Operation, max_body_bytes: int) -> Json:
     for status in sorted(errors):
         responses[str(status)] = {"description": errors[status], "schema": ref("ApiResponse")}
     responses["429"]["headers"] = {"Retry-After": _int32(minimum=1, description="Seconds to wait")}
+    responses["503"]["headers"] = {"Retry-After": _int32(minimum=1, description="Seconds to wait")}
+    if "409" in responses:
+        # Only while another request holds what this one needs: waiting may help.
+        retry = _int32(minimum=1, description="Seconds to wait, when another request is still running")
+        responses["409"]["headers"] = {"Retry-After": retry}
     rendered: Json = {"tags": [op.tag], "summary": op.summary}
     if op.description:
         rendered["description"] = op.description
