@@ -473,7 +473,7 @@ async def test_a_login_deletes_expired_sessions(
     stub: UserServiceAsyncStub, store: MemoryUserStore, tokens: SessionTokens
 ) -> None:
     ann = await create(stub, a_user())
-    await store.add_session(Session("old", ann.id, tokens.now() - timedelta(seconds=1)))
+    await store.add_session(Session("old", ann.id, tokens.now() - timedelta(seconds=1)), (await store.get_account("ann")).password_hash)
 
     await login(stub)
 
