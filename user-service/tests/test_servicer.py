@@ -403,7 +403,7 @@ async def test_login_issues_a_session_token_the_gateway_accepts(
     ("username", "password", "code", "message"),
     [
         ("ann", "wrong", INVALID, "invalid username/password supplied"),
-        ("ann", "", INVALID, "invalid username/password supplied"),
+        ("ann", "", INVALID, "password is required"),
         ("ann", PASSWORD + "x" * 200, INVALID, "invalid username/password supplied"),
         ("zed", PASSWORD, NOT_FOUND, "user zed not found"),
         ("", PASSWORD, INVALID, "username is required"),
