@@ -57,3 +57,11 @@ def test_a_service_out_of_capacity_says_when_to_retry() -> None:
     error = api_error_from_rpc(grpc.StatusCode.RESOURCE_EXHAUSTED, "Concurrent RPC limit exceeded!", "pet")
     assert (error.status, error.headers) == (429, {"Retry-After": "1"})
     assert api_error_from_rpc(grpc.StatusCode.NOT_FOUND, "pet 1 not found", "pet").headers == {}
+
+
+@pytest.mark.parametrize(("sent", "header"), [("17", "17"), ("soon", "1"), (None, "1")])
+def test_a_429_carries_the_services_own_wait_when_it_is_a_number(sent: str | None, header: str) -> None:
+    error = api_error_from_rpc(
+        grpc.StatusCode.RESOURCE_EXHAUSTED, "too many wrong passwords", "user", retry_after=sent
+    )
+    assert (error.status, error.headers) == (429, {"Retry-After": header})

@@ -99,8 +99,8 @@ def _observed(method: str, behaviour: Callable[..., Any]) -> Callable[..., Await
             return await behaviour(request, context)
         except ServiceError as exc:
             code = exc.code
-            metadata = exc.trailing_metadata() if isinstance(exc, ResourceExhausted) else ()
-            await context.abort(code, exc.message, metadata)
+            trailing = exc.trailing_metadata() if isinstance(exc, ResourceExhausted) else ()
+            await context.abort(code, exc.message, trailing)
         except (ConnectionFailure, PyMongoError) as exc:
             # The database is gone or refused: a condition callers may retry, never a 500.
             code = grpc.StatusCode.UNAVAILABLE

@@ -40,10 +40,10 @@ from petstore_user.storage.documents import (
     VERSION_KEY,
     Document,
     account_from_document,
-    failures_from_document,
     account_to_document,
-    session_to_document,
+    failures_from_document,
     retired_document,
+    session_to_document,
     user_fields,
     user_from_document,
 )
@@ -181,7 +181,7 @@ class MongoUserStore:
                     counted = await self._users.find_one_and_update(
                         forgotten,
                         {"$set": {FAILURES_KEY: 1, FAILURES_AT_KEY: now}},
-                            return_document=ReturnDocument.AFTER,
+                        return_document=ReturnDocument.AFTER,
                     )
                 if counted is not None:
                     return failures_from_document(counted)
