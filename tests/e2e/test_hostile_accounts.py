@@ -210,17 +210,23 @@ TOO_MANY = "too many requests; retry after 1 s"
 
 
 async def test_every_session_of_a_customer_spends_one_budget(low: Api, api: Api, cast: Cast) -> None:
-    sessions = [await login(api, cast.bob.username) for _ in range(BURST + 1)]  # through the roomy one
+    sessions = [await login(api, cast.bob.username) for _ in range(BURST + 3)]  # through the roomy one
     path = f"/user/{cast.bob.username}"
-    replies = [await as_(low, token, "GET", path, JSON) for token in sessions]
-    assert await statuses_of(replies) == [(200, "")] * BURST + [(429, TOO_MANY)]  # one burst for all
+    # At once, so the bucket (1 a second) cannot refill in between: one burst for all sessions.
+    replies = await asyncio.gather(*(as_(low, token, "GET", path, JSON) for token in sessions))
+    statuses = await statuses_of(list(replies))
+    assert statuses.count((200, "")) <= BURST + 1  # each session its own budget would be all 200
+    assert statuses.count((429, TOO_MANY)) >= 2
+    await asyncio.sleep(BURST)
 
 
 async def test_a_logged_out_token_spends_its_address_budget(low: Api, api: Api, unique: str) -> None:
     stale: Customer = await sign_up(api, unique, "stale")
     assert (await api.call("GET", "/user/logout", api_key=stale.token)).status == 200
-    replies = [await as_(low, stale.token, "GET", "/store/inventory", JSON) for _ in range(BURST + 1)]
-    assert (await statuses_of(replies))[-1] == (429, TOO_MANY)
+    replies = await asyncio.gather(
+        *(as_(low, stale.token, "GET", "/store/inventory", JSON) for _ in range(BURST + 2)),
+    )
+    assert (await statuses_of(list(replies))).count((429, TOO_MANY)) >= 1
     assert (await as_(low, None, "GET", "/store/inventory", JSON)).status == 429  # the address's, spent
     await asyncio.sleep(BURST)  # the address's bucket refills (1 a second) for the tests after
 
