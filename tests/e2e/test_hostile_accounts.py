@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -196,10 +195,10 @@ async def test_a_logout_through_one_gateway_is_refused_by_the_other_at_once(
     path = f"/user/{cast.ann.username}"
     assert (await as_(low, cast.ann.token, "GET", path, JSON)).status == 200
     assert (await api.call("GET", "/user/logout", api_key=cast.ann.token)).status == 200
-    started = time.perf_counter()
+    # The very next request, through the other gateway: no window at all, however loaded the
+    # machine (a bound in milliseconds would time this machine, not the product).
     refused = await as_(low, cast.ann.token, "GET", path, JSON)
-    assert refused.status == 401, refused.text
-    assert time.perf_counter() - started < 0.1
+    assert (refused.status, refused.error_message()) == (401, "the session has ended; log in again")
 
 
 async def statuses_of(replies: list[Reply]) -> list[tuple[int, str]]:
