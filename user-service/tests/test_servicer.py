@@ -821,6 +821,24 @@ async def test_failures_are_forgotten_after_a_quiet_day(stub: UserServiceAsyncSt
     await wrong_guesses(stub, login_throttle.FREE_FAILURES)  # counted from zero again: all free
 
 
+async def test_a_burst_of_parallel_guesses_gets_no_more_than_the_free_ones(
+    stub: UserServiceAsyncStub,
+) -> None:
+    await create(stub, a_user())
+
+    async def guess() -> grpc.StatusCode:
+        try:
+            await login(stub, password=WRONG)
+        except grpc.aio.AioRpcError as exc:
+            return exc.code()
+        return grpc.StatusCode.OK
+
+    codes = await asyncio.gather(*(guess() for _ in range(3 * login_throttle.FREE_FAILURES)))
+
+    assert codes.count(INVALID) == login_throttle.FREE_FAILURES  # heard; every other one waits
+    assert codes.count(EXHAUSTED) == 2 * login_throttle.FREE_FAILURES
+
+
 async def test_a_login_without_a_password_is_no_guess(stub: UserServiceAsyncStub) -> None:
     await create(stub, a_user())
 

@@ -6,6 +6,7 @@ first FREE_FAILURES wrong passwords cost nothing; each further one doubles the w
 the next attempt, from 1 s up to MAX_WAIT_SECONDS. The wait ends by itself, a good password
 clears the count, and a count with no failure for FORGET_AFTER_SECONDS starts again from zero.
 The wait is capped low on purpose: whoever guesses can delay the owner by at most that much.
+The servicer takes one account's attempts in turn, so parallel guesses all read a fresh count.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
 from petstore_common.callers import customer_id, is_staff, require_staff
 from petstore_common.errors import InvalidArgument, NotFound, PermissionDenied, ResourceExhausted
 from petstore_common.idempotency import DEFAULT_TTL_SECONDS, Idempotency, Reservation
+from petstore_common.mongo import KeyedLocks
 from petstore_common.versions import required_versions
 from petstore_user import login_throttle, validation
 from petstore_user.passwords import MAX_PASSWORD_CHARS, MIN_LOGIN_PASSWORD_CHARS, Passwords
@@ -59,6 +60,7 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         self._idempotency = Idempotency(store.idempotency, ttl_seconds=idempotency_ttl_seconds)
         self._fingerprint_key = tokens.digest_key()  # requests hold passwords: HMAC, not a bare hash
         self._next_cleanup = 0.0
+        self._attempts = KeyedLocks()
 
     async def CreateUser(
         self, request: user_service_pb2.CreateUserRequest, context: Context
@@ -137,23 +139,11 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         password = request.password
         if not password:  # no guess at all: counts against nobody
             raise InvalidArgument("password is required")
-        # An unknown username is NOT_FOUND without hashing anything: the contract tells the
-        # client so anyway (and GetUser is public), so equal timing would hide nothing.
-        account = await self._store.get_account(username)
+        # Attempts at one account take turns in this process: each reads the count the one
+        # before it left, so a burst of parallel guesses cannot all pass one check of it.
+        async with self._attempts.hold(username):
+            account = await self._check_password(username, password)
         user_id = account.user.id
-        now = self._tokens.now().timestamp()
-        wait = login_throttle.seconds_to_wait(account.failures, now)
-        if wait:  # refused unheard, right password or not: a guess now would tell nothing
-            raise ResourceExhausted(login_throttle.too_many_failures(wait), retry_after_seconds=wait)
-        # A password no stored one can be (too long) is wrong without costing a hash.
-        in_bounds = MIN_LOGIN_PASSWORD_CHARS <= len(password) <= MAX_PASSWORD_CHARS
-        if not (in_bounds and await self._passwords.verify(account.password_hash, password)):
-            await self._store.record_login_failure(
-                user_id, now, forget_before=now - login_throttle.FORGET_AFTER_SECONDS
-            )
-            raise InvalidArgument(BAD_LOGIN)
-        if account.failures.count:
-            await self._store.clear_login_failures(user_id)
         password_hash = account.password_hash
         if self._passwords.needs_rehash(password_hash):
             new_hash = await self._passwords.hash(password)
@@ -168,6 +158,27 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         response = user_service_pb2.LoginResponse(session_token=issued.token)
         response.expire_time.FromDatetime(issued.session.expires_at)
         return response
+
+    async def _check_password(self, username: str, password: str) -> Account:
+        """The account when `password` is its password; counts a wrong one against it.
+
+        An unknown username is NOT_FOUND without hashing anything: the contract tells the
+        client so anyway (and GetUser is public), so equal timing would hide nothing."""
+        account = await self._store.get_account(username)
+        now = self._tokens.now().timestamp()
+        wait = login_throttle.seconds_to_wait(account.failures, now)
+        if wait:  # refused unheard, right password or not: a guess now would tell nothing
+            raise ResourceExhausted(login_throttle.too_many_failures(wait), retry_after_seconds=wait)
+        # A password no stored one can be (too long) is wrong without costing a hash.
+        in_bounds = MIN_LOGIN_PASSWORD_CHARS <= len(password) <= MAX_PASSWORD_CHARS
+        if not (in_bounds and await self._passwords.verify(account.password_hash, password)):
+            await self._store.record_login_failure(
+                account.user.id, now, forget_before=now - login_throttle.FORGET_AFTER_SECONDS
+            )
+            raise InvalidArgument(BAD_LOGIN)
+        if account.failures.count:
+            await self._store.clear_login_failures(account.user.id)
+        return account
 
     async def Logout(
         self, request: user_service_pb2.LogoutRequest, context: Context
