@@ -71,3 +71,11 @@ def test_unavailable_and_a_running_twin_say_when_to_retry() -> None:
     # A conflict that waiting does not change tells no time to wait.
     assert api_error_from_rpc(grpc.StatusCode.ALREADY_EXISTS, "pet 1 exists", "pet").headers == {}
     assert api_error_from_rpc(grpc.StatusCode.FAILED_PRECONDITION, "delivered", "order").headers == {}
+
+
+@pytest.mark.parametrize(("sent", "header"), [("17", "17"), ("soon", "1"), (None, "1")])
+def test_a_429_carries_the_services_own_wait_when_it_is_a_number(sent: str | None, header: str) -> None:
+    error = api_error_from_rpc(
+        grpc.StatusCode.RESOURCE_EXHAUSTED, "too many wrong passwords", "user", retry_after=sent
+    )
+    assert (error.status, error.headers) == (429, {"Retry-After": header})

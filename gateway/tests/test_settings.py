@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from petstore_common.settings import SettingsError
@@ -84,3 +86,14 @@ def test_trusted_proxies_are_networks_and_a_bad_one_refuses_to_start() -> None:
     assert GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": SECRET}).trusted_proxies == ()
     with pytest.raises(SettingsError, match="TRUSTED_PROXIES"):
         GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": SECRET, "TRUSTED_PROXIES": "ingress"})
+
+
+def test_sign_ups_default_to_20_an_hour_per_address_as_the_readme_says() -> None:
+    defaults = GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": SECRET})
+    off = GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": SECRET, "SIGNUP_RATE_LIMIT_PER_HOUR": "0"})
+    assert (defaults.signup_rate_limit_per_hour, off.signup_rate_limit_per_hour) == (20, 0)
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    per_hour = defaults.signup_rate_limit_per_hour
+    assert f"| `SIGNUP_RATE_LIMIT_PER_HOUR` | gateway | {per_hour} |" in readme
+    assert f"`SIGNUP_RATE_LIMIT_PER_HOUR` ({per_hour})" in readme
+    assert f"`LOGIN_RATE_LIMIT_PER_MINUTE` ({defaults.login_rate_limit_per_minute})" in readme

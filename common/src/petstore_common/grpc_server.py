@@ -18,7 +18,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import Counter, Histogram, start_http_server
 from pymongo.errors import ConnectionFailure, PyMongoError
 
-from petstore_common.errors import ServiceError
+from petstore_common.errors import ResourceExhausted, ServiceError
 from petstore_common.request_context import (
     REQUEST_ID_METADATA_KEY,
     current_request_id,
@@ -155,7 +155,8 @@ def _observed(
             return await behaviour(request, context)
         except ServiceError as exc:
             code = exc.code
-            await context.abort(code, exc.message)
+            trailing = exc.trailing_metadata() if isinstance(exc, ResourceExhausted) else ()
+            await context.abort(code, exc.message, trailing)
         except (ConnectionFailure, PyMongoError) as exc:
             # The database is gone or refused: a condition callers may retry, never a 500.
             code = grpc.StatusCode.UNAVAILABLE

@@ -62,9 +62,15 @@ def http_status_for(code: grpc.StatusCode, overrides: Overrides = NO_OVERRIDES) 
 
 
 def api_error_from_rpc(
-    code: grpc.StatusCode, details: str | None, service: str, overrides: Overrides = NO_OVERRIDES
+    code: grpc.StatusCode,
+    details: str | None,
+    service: str,
+    overrides: Overrides = NO_OVERRIDES,
+    *,
+    retry_after: str | None = None,
 ) -> ApiError:
-    """4xx errors carry the service's own (client-facing) message; 5xx never show internals."""
+    """4xx errors carry the service's own (client-facing) message; 5xx never show internals.
+    A 429's Retry-After is the service's own figure when it sent one (`retry_after`)."""
     status = http_status_for(code, overrides)
     if status >= 500:
         if status == 503:
@@ -75,7 +81,8 @@ def api_error_from_rpc(
             )
         return ApiError(status, "internal error")
     if status == 429:  # a service shedding load (MAX_CONCURRENT_RPCS): worth a retry shortly
-        return ApiError(status, details or "too many requests", headers={"Retry-After": SERVICE_RETRY_AFTER})
+        wait = retry_after if retry_after is not None and retry_after.isdigit() else SERVICE_RETRY_AFTER
+        return ApiError(status, details or "too many requests", headers={"Retry-After": wait})
     if status == 409 and code == grpc.StatusCode.ABORTED:  # retry: the holder ends or moves on
         return ApiError(status, details or "conflict", headers={"Retry-After": IN_PROGRESS_RETRY_AFTER})
     return ApiError(status, details or HTTPStatus(status).phrase.lower())

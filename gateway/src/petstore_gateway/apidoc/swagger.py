@@ -91,6 +91,9 @@ OPTIONAL_EMAIL_PATTERN = f"^({_EMAIL})?$"
 """An update may leave the email empty, never invalid; a created user always has one."""
 MAX_USER_TEXT_CHARS = 256
 MIN_PASSWORD_CHARS = 1
+"""At login: accounts from before the password policy keep their shorter passwords."""
+MIN_NEW_PASSWORD_CHARS = 8
+"""A new password (sign-up, change): NIST SP 800-63B, and not a common one."""
 MAX_PASSWORD_CHARS = 128
 
 Json = dict[str, Any]
@@ -150,9 +153,10 @@ def _user(*, required: Sequence[str], password: bool, strict_email: bool, descri
     if password:
         properties["password"] = {
             "type": "string",
-            "minLength": MIN_PASSWORD_CHARS,
+            "minLength": MIN_NEW_PASSWORD_CHARS,
             "maxLength": MAX_PASSWORD_CHARS,
-            "description": "Stored as a hash; never returned.",
+            "description": "Stored as a hash; never returned. Not one of the 30,000 most common "
+            "passwords (zxcvbn's list), nor the username.",
         }
     properties["phone"] = _text(MAX_USER_TEXT_CHARS)
     properties["userStatus"] = _int32(description="User status")
@@ -670,7 +674,7 @@ OPERATIONS: tuple[Operation, ...] = (
             ref("ApiResponse"),
             {
                 "X-Rate-Limit": _int32(
-                    description="calls per hour allowed by the user: the tightest of "
+                    description="logins per hour allowed from this address: the tightest of "
                     "LOGIN_RATE_LIMIT_PER_MINUTE x 60 and RATE_LIMIT_PER_SECOND x 3600; "
                     "absent when both limits are off"
                 ),
