@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from petstore_common.settings import SettingsError
-from petstore_gateway.clients import ServiceClients
 from petstore_gateway.apidoc.swagger import build_swagger
+from petstore_gateway.clients import ServiceClients
 from petstore_gateway.cors import (
     ALLOW_HEADERS,
     EXPOSE_HEADERS,
