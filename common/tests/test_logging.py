@@ -65,6 +65,8 @@ def test_a_text_line_reads_as_a_sentence_with_its_extras_and_request_id() -> Non
     finally:
         current_request_id.reset(token)
     assert line == "00:00:00.250 WARNING pet-service: hello world port=5 [req-1]"
+    outside = logging.makeLogRecord({"msg": "serving", "levelname": "INFO", "created": 0.0})
+    assert TextFormatter("gateway").format(outside) == "00:00:00.000 INFO    gateway: serving"
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from petstore_common.request_context import current_request_id
+from petstore_common.request_context import NO_REQUEST_ID, current_request_id
 
 # Attributes every LogRecord has; anything else was passed through `extra=` and is logged.
 _STANDARD_ATTRS = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
@@ -75,7 +75,7 @@ class TextFormatter(logging.Formatter):
             if key not in _STANDARD_ATTRS and not key.startswith("_"):
                 parts.append(f"{key}={value}")
         request_id = current_request_id.get()
-        if request_id:
+        if request_id != NO_REQUEST_ID:
             parts.append(f"[{request_id}]")
         line = " ".join(parts)
         if record.exc_info:
