@@ -106,7 +106,7 @@ unit: ferretdb
 	  if [ -n "$$failed" ]; then echo "pytest failed in:$$failed"; exit 1; fi'
 
 # The same e2e suite and the container fault tests against the docker-compose.yml stack, on
-# this machine's Docker engine, or on one it installs (root, apt) and starts for the run and
+# the host's Docker engine, or on one it installs (root, apt) and starts for the run and
 # stops at the end; base images built offline where no registry gives them
 # (deploy/compose/e2e.sh says what it does and how long each step took).
 e2e-compose: ferretdb

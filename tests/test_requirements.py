@@ -18,7 +18,15 @@ from packaging.utils import canonicalize_name
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RUN_LOCK = REPO_ROOT / "requirements" / "run.lock"
 DEV_LOCK = REPO_ROOT / "requirements" / "dev.lock"
-RUN_PROJECTS = ("protos/python", "common", "devstack", "pet-service", "order-service", "user-service", "gateway")
+RUN_PROJECTS = (
+    "protos/python",
+    "common",
+    "devstack",
+    "pet-service",
+    "order-service",
+    "user-service",
+    "gateway",
+)
 """The projects `make run` installs (the Makefile's RUN_PACKAGES): the stack and its runner."""
 
 
