@@ -73,6 +73,25 @@ def test_a_gateway_that_is_not_this_runs_own_is_never_taken_for_healthy(tmp_path
         server.server_close()
 
 
+def test_a_port_the_stack_chose_and_another_server_took_meanwhile_is_left_for_a_fresh_one(
+    tmp_path: Path,
+) -> None:
+    stack = Stack(log_dir=tmp_path)
+    chosen = stack.gateway_port
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", chosen), _OtherServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        stack.start()
+        try:
+            assert stack.gateway_port != chosen
+            assert stack._is_healthy(stack.processes["gateway"])
+        finally:
+            stack.stop()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_a_process_that_dies_is_named_and_the_watch_ends(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -15,6 +15,7 @@ import time
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from http.client import HTTPException
 from pathlib import Path
 from typing import IO, Any
 
@@ -66,6 +67,7 @@ class Stack:
     def __post_init__(self) -> None:
         self.session_secret = self.session_secret or os.urandom(32).hex()
         ports = {name: free_port() for name in SERVICES}
+        self._gateway_port_chosen = not self.gateway_port
         self.gateway_port = self.gateway_port or free_port()
         defaults = {name: value for name, value in DEFAULT_ENV.items() if name not in os.environ}
         common = {**defaults, "PYTHONUNBUFFERED": "1", **self.extra_env}
@@ -121,13 +123,31 @@ class Stack:
     def start(self) -> None:
         """Launch every process and wait until each one reports healthy. Nothing starts when
         the gateway's port is taken (PortTaken)."""
-        ensure_port_free(self.gateway_host, self.gateway_port)
+        if not self._gateway_port_chosen:  # a port chosen here gets another if it is taken
+            ensure_port_free(self.gateway_host, self.gateway_port)
         try:
-            for name in (*SERVICES, "gateway"):
+            for name in SERVICES:
                 self.start_process(name)
+            self._start_gateway()
         except BaseException:
             self.stop()
             raise
+
+    def _start_gateway(self, attempts: int = 3) -> None:
+        """A port this stack chose itself was free when chosen, not reserved: another program
+        may bind it while the services start. Then the gateway starts again on a fresh one."""
+        for attempt in range(1, attempts + 1):
+            try:
+                self.start_process("gateway")
+                return
+            except (GatewayNotOurs, RuntimeError):
+                if not self._gateway_port_chosen or attempt == attempts:
+                    raise
+                self.stop_process("gateway")
+                self.gateway_port = free_port()
+                spec = self.processes["gateway"]
+                spec.port = self.gateway_port
+                spec.env["GATEWAY_PORT"] = str(self.gateway_port)
 
     def start_process(self, name: str) -> None:
         """(Re)start one process and wait until it is healthy."""
@@ -169,6 +189,10 @@ class Stack:
                     )
                 with urllib.request.urlopen(f"{origin}/readyz", timeout=1) as r:
                     return bool(r.status == 200)
+            except HTTPException:  # not even HTTP/1.1 (a gRPC server, say)
+                raise GatewayNotOurs(
+                    f"another server answers on port {spec.port}, not the gateway this run started"
+                ) from None
             except OSError:
                 return False
         with grpc.insecure_channel(f"127.0.0.1:{spec.port}") as channel:
