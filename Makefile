@@ -41,11 +41,12 @@ help:
 # Running needs a few dozen packages (requirements/run.lock, a subset of dev.lock pinned alike);
 # developing needs them all. Both go into the one .venv, our own packages on top without
 # touching pins. pip prints a line per package, so a first run shows its progress; no .pyc is
-# compiled ahead (Python writes each on first import).
+# compiled ahead (Python writes each on first import); run.lock is complete (a test keeps it
+# so), so pip resolves nothing (--no-deps).
 $(RUN_INSTALLED): requirements/run.lock $(addsuffix /pyproject.toml,$(RUN_PACKAGES))
 	@echo "== installing what running needs into $(VENV) (first time only; requirements/run.lock)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) --no-compile -r requirements/run.lock
+	$(PIP) --no-compile --no-deps -r requirements/run.lock
 	@# Our own packages by path, as an editable install would put them, without building seven
 	@# wheels in seven isolated build environments (a minute); `make install` installs them properly.
 	printf '%s\n' $(abspath $(RUN_SOURCES)) \
