@@ -1,4 +1,5 @@
-# The two commands: `make run` (the stack on this machine) and `make test` (everything CI runs).
+# The two commands: `make run` (the stack as local processes) and `make test` (everything CI
+# runs). `make help` lists every target.
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 PYTHON ?= python3.11
@@ -6,30 +7,68 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PROJECTS := common devstack pet-service order-service user-service gateway bench
 PACKAGES := protos/python $(PROJECTS)
+# What running needs: the stack and its runner (tests/test_requirements.py keeps the list and
+# requirements/run.lock in step).
+RUN_PACKAGES := protos/python common devstack pet-service order-service user-service gateway
+RUN_SOURCES := protos/python $(addsuffix /src,$(filter-out protos/python,$(RUN_PACKAGES)))
 INSTALLED := $(VENV)/.installed
+RUN_INSTALLED := $(VENV)/.run-installed
+PIP := $(PY) -m pip install --disable-pip-version-check --progress-bar off
 
-.PHONY: help install run run-demo test lint typecheck protos protos-check unit ferretdb e2e-compose e2e-k8s deploy-check bench bench-smoke clean
+.PHONY: help install install-run run run-demo test lint typecheck protos protos-check unit ferretdb e2e-compose e2e-k8s deploy-check bench bench-smoke clean
 
 help:
-	@echo "make run    - the whole stack as local processes, gateway on http://127.0.0.1:8080/v2"
-	@echo "make test   - lint, types, unit, storage contract (embedded + FerretDB), e2e, deploy checks"
-	@echo "make bench  - the load benchmark (about three minutes)"
+	@echo "make run          - the whole stack as local processes, gateway on http://127.0.0.1:8080/v2"
+	@echo "                    (installs only what running needs; Ctrl-C stops it)"
+	@echo "make run-demo     - the same, with demo pets, customers and orders loaded"
+	@echo "make test         - everything CI runs (10-20 minutes; see README for what it installs):"
+	@echo "                    lint typecheck protos-check unit deploy-check bench-smoke"
+	@echo "make install      - the development environment (.venv from requirements/dev.lock)"
+	@echo "make install-run  - only what running needs (.venv from requirements/run.lock)"
+	@echo "make lint         - ruff check and ruff format --check"
+	@echo "make typecheck    - mypy, one run per project"
+	@echo "make protos       - regenerate the gRPC code from protos/"
+	@echo "make protos-check - fail when the generated gRPC code is stale"
+	@echo "make unit         - every pytest folder, with FerretDB started for the run"
+	@echo "make ferretdb     - build FerretDB (the MongoDB-wire server for tests) into .cache/"
+	@echo "make deploy-check - offline checks of the Kubernetes manifests, compose file and Dockerfiles"
+	@echo "make bench        - the load benchmark (about three minutes)"
+	@echo "make bench-smoke  - every benchmark scenario for one second (about twenty seconds)"
+	@echo "make e2e-compose  - the e2e suite against docker-compose.yml (Docker engine; root to install one)"
+	@echo "make e2e-k8s      - the e2e suite through a single-node k3s (root)"
+	@echo "make clean        - remove .venv and the caches (.cache holds FerretDB and other builds)"
 
-# One virtual environment for development: every third-party package pinned in
-# requirements/dev.lock, our own packages installed editable on top without touching pins.
+# Running needs a few dozen packages (requirements/run.lock, a subset of dev.lock pinned alike);
+# developing needs them all. Both go into the one .venv, our own packages on top without
+# touching pins. pip prints a line per package, so a first run shows its progress; no .pyc is
+# compiled ahead (Python writes each on first import); run.lock is complete (a test keeps it
+# so), so pip resolves nothing (--no-deps).
+$(RUN_INSTALLED): requirements/run.lock $(addsuffix /pyproject.toml,$(RUN_PACKAGES))
+	@echo "== installing what running needs into $(VENV) (first time only; requirements/run.lock)"
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) --no-compile --no-deps -r requirements/run.lock
+	@# Our own packages by path, as an editable install would put them, without building seven
+	@# wheels in seven isolated build environments (a minute); `make install` installs them properly.
+	printf '%s\n' $(abspath $(RUN_SOURCES)) \
+	  > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/petstore-run.pth"
+	touch $@
+
 $(INSTALLED): requirements/dev.lock $(addsuffix /pyproject.toml,$(PACKAGES))
+	@echo "== installing the development environment into $(VENV) (requirements/dev.lock)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements/dev.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps $(addprefix -e ,$(PACKAGES))
-	touch $@
+	touch $(RUN_INSTALLED) $@
 
 install: $(INSTALLED)
 
-run: install
+install-run: $(RUN_INSTALLED)
+
+run: install-run
 	$(PY) -m petstore_devstack
 
-# The same, with the classic demo pets, users and orders loaded.
-run-demo: install
+# The same, with the classic demo pets, customers and their orders loaded.
+run-demo: install-run
 	$(PY) -m petstore_devstack --demo
 
 protos: install
@@ -68,7 +107,7 @@ unit: ferretdb
 	  if [ -n "$$failed" ]; then echo "pytest failed in:$$failed"; exit 1; fi'
 
 # The same e2e suite and the container fault tests against the docker-compose.yml stack, on
-# this machine's Docker engine, or on one it installs (root, apt) and starts for the run and
+# the host's Docker engine, or on one it installs (root, apt) and starts for the run and
 # stops at the end; base images built offline where no registry gives them
 # (deploy/compose/e2e.sh says what it does and how long each step took).
 e2e-compose: ferretdb

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 import orjson
 import pytest
 
-from petstore_common.logging import JsonFormatter
+from petstore_common.logging import JsonFormatter, TextFormatter, configure_logging, log_format_from_env
 from petstore_common.request_context import current_request_id
 
 
@@ -46,3 +46,60 @@ def test_a_record_without_extras_carries_only_the_standard_fields() -> None:
         "request_id",
         "msg",
     }
+
+
+def test_a_text_line_reads_as_a_sentence_with_its_extras_and_request_id() -> None:
+    record = logging.makeLogRecord(
+        {
+            "name": "t",
+            "levelname": "WARNING",
+            "msg": "hello %s",
+            "args": ("world",),
+            "port": 5,
+            "created": 0.25,
+        }
+    )
+    token = current_request_id.set("req-1")
+    try:
+        line = TextFormatter("pet-service").format(record)
+    finally:
+        current_request_id.reset(token)
+    assert line == "00:00:00.250 WARNING pet-service: hello world port=5 [req-1]"
+    outside = logging.makeLogRecord({"msg": "serving", "levelname": "INFO", "created": 0.0})
+    assert TextFormatter("gateway").format(outside) == "00:00:00.000 INFO    gateway: serving"
+
+
+@pytest.mark.parametrize(
+    ("value", "terminal", "expected"),
+    [
+        (None, True, "text"),
+        (None, False, "json"),
+        ("auto", True, "text"),
+        ("", False, "json"),
+        ("json", True, "json"),
+        ("TEXT", False, "text"),
+    ],
+)
+def test_the_format_follows_log_format_and_else_the_stream(
+    value: str | None, terminal: bool, expected: str
+) -> None:
+    env = {} if value is None else {"LOG_FORMAT": value}
+    assert log_format_from_env(env, terminal) == expected
+
+
+def test_an_unknown_log_format_stops_the_process_naming_the_choices() -> None:
+    with pytest.raises(SystemExit, match="LOG_FORMAT must be one of auto, json, text"):
+        configure_logging("svc", env={"LOG_FORMAT": "yaml"})
+
+
+def test_configure_logging_installs_the_chosen_formatter() -> None:
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        configure_logging("svc", env={"LOG_FORMAT": "text"})
+        assert isinstance(root.handlers[0].formatter, TextFormatter)
+        configure_logging("svc", env={"LOG_FORMAT": "json"})
+        assert isinstance(root.handlers[0].formatter, JsonFormatter)
+    finally:
+        root.handlers[:], level = saved
+        root.setLevel(level)

@@ -3,7 +3,7 @@ end-to-end suite loads it into a real stack: tests/e2e/test_demo.py)."""
 
 from __future__ import annotations
 
-from petstore_devstack.demo import CATEGORIES, ORDERS, PETS, USERS, pet_body, user_body
+from petstore_devstack.demo import CATEGORIES, ORDER_LIFECYCLE, ORDERS, PETS, USERS, pet_body, user_body
 
 
 def test_ten_pets_in_four_categories() -> None:
@@ -37,5 +37,14 @@ def test_users_have_what_post_user_requires() -> None:
         assert body["password"]
 
 
-def test_orders_refer_to_demo_pets() -> None:
-    assert all(0 <= pet_index < len(PETS) and quantity >= 1 for pet_index, quantity, _ in ORDERS)
+def test_orders_refer_to_demo_pets_and_customers_and_reachable_statuses() -> None:
+    for username, pet_index, quantity, status in ORDERS:
+        assert username in USERS
+        assert 0 <= pet_index < len(PETS)
+        assert quantity >= 1
+        assert status in ORDER_LIFECYCLE
+
+
+def test_every_demo_customer_owns_orders_and_the_story_has_a_delivery() -> None:
+    assert {username for username, *_ in ORDERS} == set(USERS)
+    assert {status for *_, status in ORDERS} == set(ORDER_LIFECYCLE)

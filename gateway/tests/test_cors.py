@@ -2,12 +2,20 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
 from petstore_common.settings import SettingsError
+from petstore_gateway.apidoc.swagger import build_swagger
 from petstore_gateway.clients import ServiceClients
-from petstore_gateway.cors import allowed_origin, preflight_headers, response_headers
+from petstore_gateway.cors import (
+    ALLOW_HEADERS,
+    EXPOSE_HEADERS,
+    allowed_origin,
+    preflight_headers,
+    response_headers,
+)
 from petstore_gateway.settings import GatewaySettings
 
 from .conftest import STATIC_KEY, Client, serve_gateway
@@ -16,6 +24,7 @@ from .fakes import SESSION_SECRET, FakeBackend
 ORIGIN = "https://app.example.com"
 EXPOSED = {
     "X-Request-ID",
+    "ETag",
     "X-Next-Page-Token",
     "X-Rate-Limit",
     "X-Expires-After",
@@ -86,6 +95,31 @@ def test_an_origin_that_is_not_one_refuses_to_start(origin: str) -> None:
         _settings(CORS_ALLOW_ORIGINS=origin)
 
 
+def _declared_headers(document: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """(request header parameters, response headers) the description declares anywhere."""
+    requests: set[str] = set()
+    responses: set[str] = set()
+    for item in document["paths"].values():
+        for operation in item.values():
+            requests |= {p["name"] for p in operation.get("parameters", ()) if p["in"] == "header"}
+            for response in operation["responses"].values():
+                responses |= set(response.get("headers", {}))
+    return requests, responses
+
+
+def test_cors_lets_a_browser_send_and_read_every_header_the_api_declares() -> None:
+    """A browser app on another origin can use every header the API takes and gives: the
+    description is the source, so a header added to an operation and not here fails."""
+    requests, responses = _declared_headers(build_swagger(max_body_bytes=1024))
+    assert {"If-Match", "Idempotency-Key"} <= requests  # the test reads something
+    assert {"ETag", "X-Next-Page-Token", "Retry-After", "Idempotent-Replayed"} <= responses
+    assert requests <= set(ALLOW_HEADERS)
+    assert responses <= set(EXPOSE_HEADERS)
+    # The credentials travel as headers (securityDefinitions), and If-None-Match is described
+    # in the 304 answers rather than as a parameter.
+    assert {"api_key", "Authorization", "If-None-Match"} <= set(ALLOW_HEADERS)
+
+
 def test_allowed_origin() -> None:
     assert allowed_origin(ORIGIN, ("*",)) == "*"
     assert allowed_origin(ORIGIN, (ORIGIN,)) == ORIGIN
@@ -119,9 +153,15 @@ async def test_every_v2_route_answers_a_preflight(client: Client) -> None:
             assert _listed(response.headers["Access-Control-Allow-Methods"]) == _listed(
                 response.headers["Allow"]
             )
-            assert {"api_key", "Authorization", "Content-Type", "X-Request-ID"} <= _listed(
-                response.headers["Access-Control-Allow-Headers"]
-            )
+            assert {
+                "api_key",
+                "Authorization",
+                "Content-Type",
+                "X-Request-ID",
+                "If-Match",
+                "If-None-Match",
+                "Idempotency-Key",
+            } <= _listed(response.headers["Access-Control-Allow-Headers"])
             assert int(response.headers["Access-Control-Max-Age"]) > 0
             assert response.headers["X-Request-ID"]
 

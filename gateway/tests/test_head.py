@@ -23,6 +23,9 @@ SAMPLES = {
     "/v2/openapi.json": ["/v2/openapi.json"],
     "/v2/docs": ["/v2/docs"],
     "/v2/docs/": ["/v2/docs/"],
+    "/": ["/"],
+    "/v2": ["/v2"],
+    "/v2/": ["/v2/"],
     "/v2/docs/{asset}": ["/v2/docs/swagger-ui.css", "/v2/docs/petstore-initializer.js", "/v2/docs/nope"],
 }
 

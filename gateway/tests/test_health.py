@@ -1,15 +1,17 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import pytest
 from grpc_health.v1 import health_pb2
 
+from petstore_common.settings import SettingsError
 from petstore_gateway.clients import ORDER_SERVICE, ServiceClients
 from petstore_gateway.settings import GatewaySettings
 
 from .conftest import Client, serve_gateway, unused_address
-from .fakes import FakeBackend
+from .fakes import SESSION_SECRET, FakeBackend
 
 
 @pytest.fixture
@@ -26,6 +28,28 @@ async def test_livez(client: Client) -> None:
     response = await client.get("/livez")
     assert response.status == 200
     assert (await response.json())["message"] == "live"
+    assert "X-Instance-ID" not in response.headers
+
+
+@pytest.fixture
+async def with_instance_id(settings: GatewaySettings, backend: FakeBackend) -> AsyncIterator[Client]:
+    clients = ServiceClients.connect(
+        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
+    )
+    async for served in serve_gateway(replace(settings, instance_id="run-3f9a"), clients):
+        yield served
+
+
+async def test_livez_names_the_instance_it_was_given(with_instance_id: Client) -> None:
+    """How the process runner knows that the gateway answering on its port is its own."""
+    response = await with_instance_id.get("/livez")
+    assert response.headers["X-Instance-ID"] == "run-3f9a"
+
+
+@pytest.mark.parametrize("value", ["a" * 65, "has space", "crlf\r\nX-Evil: 1"])
+def test_an_instance_id_that_cannot_be_a_header_value_is_refused(value: str) -> None:
+    with pytest.raises(SettingsError, match="GATEWAY_INSTANCE_ID"):
+        GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": SESSION_SECRET, "GATEWAY_INSTANCE_ID": value})
 
 
 async def test_ready_when_every_service_serves(client: Client) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -163,8 +164,9 @@ async def test_any_loss_stops_the_cache_and_a_fresh_stream_empties_it(
 
 
 async def test_a_stream_that_resumes_keeps_the_cache_and_applies_what_was_missed(
-    cache: PetCache, streams: Streams
+    cache: PetCache, streams: Streams, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger=pet_watch.__name__)
     first = await streams.next()
     first.send(epoch="e1", sequence=7)
     await until(lambda: cache.live)
@@ -183,10 +185,34 @@ async def test_a_stream_that_resumes_keeps_the_cache_and_applies_what_was_missed
     assert cache.get(2, JSON) is None  # the missed change dropped it
     cache.end_fill(in_flight, JSON, CachedPet(1, b"{}", '"1"'))
     assert cache.get(3, JSON) is None  # a read begun before the loss is never kept
+    # The routine age-out and its resume are DEBUG: an idle, healthy stack says nothing.
+    watch_levels = {r.levelno for r in caplog.records if r.name == pet_watch.__name__}
+    assert watch_levels == {logging.INFO, logging.DEBUG}  # INFO: the first "live"
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.INFO] == ["pet cache live"]
+
+
+async def test_a_reconnect_that_fails_again_is_told_once_at_info(
+    cache: PetCache, streams: Streams, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=pet_watch.__name__)
+    first = await streams.next()
+    first.send(epoch="e1", sequence=1)
+    await until(lambda: cache.live)
+    first.messages.put_nowait(Failure(grpc.StatusCode.UNAVAILABLE))
+    for _ in range(3):  # the service stays away
+        (await streams.next()).messages.put_nowait(Failure(grpc.StatusCode.UNAVAILABLE))
+    back = await streams.next()
+    back.send(epoch="e1", sequence=1, resumed=True)
+    await until(lambda: cache.live)
+    messages = [(r.levelno, r.getMessage()) for r in caplog.records if r.levelno >= logging.INFO]
+    assert messages == [
+        (logging.INFO, "pet cache live"),
+        (logging.INFO, "pet watch still down: reading through, reconnecting"),
+    ]
 
 
 async def test_a_resume_the_service_cannot_honour_forgets_the_cache(
-    cache: PetCache, streams: Streams
+    cache: PetCache, streams: Streams, caplog: pytest.LogCaptureFixture
 ) -> None:
     first = await streams.next()
     first.send(epoch="e1", sequence=3)
@@ -198,6 +224,8 @@ async def test_a_resume_the_service_cannot_honour_forgets_the_cache(
     second.send(epoch="e2", sequence=40)
     await until(lambda: cache.live)
     assert cache.size == (0, 0)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == ["pet cache emptied: the pet watch could not resume where it stopped"]
 
 
 async def test_a_service_that_cannot_stream_changes_is_read_through_and_asked_again(

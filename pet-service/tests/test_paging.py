@@ -55,12 +55,12 @@ def test_the_fingerprint_ignores_order_and_repeats() -> None:
     ],
 )
 def test_malformed_tokens_are_invalid(token: str) -> None:
-    with pytest.raises(InvalidArgument, match=r"^page_token is invalid$"):
+    with pytest.raises(InvalidArgument, match=r"^pageToken is invalid$"):
         decode_page_token(token, "0123")
 
 
 def test_a_token_of_another_filter_is_invalid() -> None:
     token = encode_page_token(5, filter_fingerprint([SOLD], []))
 
-    with pytest.raises(InvalidArgument, match=r"^page_token does not belong to this filter$"):
+    with pytest.raises(InvalidArgument, match=r"^pageToken does not belong to this filter$"):
         decode_page_token(token, filter_fingerprint([PENDING], []))

@@ -112,7 +112,7 @@ async def test_a_taken_id_is_already_exists(stub: PetServiceAsyncStub) -> None:
     [
         (pet_pb2.Pet(), "name is required"),
         (pet_pb2.Pet(name="Rex", id=-1), "id must be positive"),
-        (pet_pb2.Pet(name="Rex", photo_urls=["u"] * 65), "photo_urls must have at most 64 entries"),
+        (pet_pb2.Pet(name="Rex", photo_urls=["u"] * 65), "photoUrls must have at most 64 entries"),
     ],
 )
 async def test_an_invalid_pet_is_invalid_argument(
@@ -254,8 +254,8 @@ async def test_list_caps_the_page_size(stub: PetServiceAsyncStub, store: MemoryP
     ("request_", "message"),
     [
         (pet_service_pb2.ListPetsRequest(), "at least one status or tag name is required"),
-        (pet_service_pb2.ListPetsRequest(statuses=[SOLD], page_token="garbage"), "page_token is invalid"),
-        (pet_service_pb2.ListPetsRequest(statuses=[SOLD], page_size=-1), "page_size must not be negative"),
+        (pet_service_pb2.ListPetsRequest(statuses=[SOLD], page_token="garbage"), "pageToken is invalid"),
+        (pet_service_pb2.ListPetsRequest(statuses=[SOLD], page_size=-1), "limit must not be negative"),
         (pet_service_pb2.ListPetsRequest(statuses=[7]), "status 7 is not a valid pet status"),  # type: ignore[list-item]
     ],
 )
@@ -271,7 +271,7 @@ async def test_a_token_cannot_be_reused_with_another_filter(stub: PetServiceAsyn
         await create(stub, pet_pb2.Pet(name="p", status=SOLD))
     first = await stub.ListPets(pet_service_pb2.ListPetsRequest(statuses=[SOLD], page_size=1), timeout=5)
 
-    with fails(grpc.StatusCode.INVALID_ARGUMENT, "page_token does not belong to this filter"):
+    with fails(grpc.StatusCode.INVALID_ARGUMENT, "pageToken does not belong to this filter"):
         await stub.ListPets(
             pet_service_pb2.ListPetsRequest(statuses=[AVAILABLE], page_token=first.next_page_token), timeout=5
         )
@@ -313,19 +313,19 @@ async def test_an_uploaded_image_is_stored(stub: PetServiceAsyncStub, store: Mem
     ("changes", "code", "message"),
     [
         ({"pet_id": 99}, grpc.StatusCode.NOT_FOUND, "pet 99 not found"),
-        ({"pet_id": 0}, grpc.StatusCode.INVALID_ARGUMENT, "pet_id must be positive"),
+        ({"pet_id": 0}, grpc.StatusCode.INVALID_ARGUMENT, "petId must be positive"),
         ({"data": b""}, grpc.StatusCode.INVALID_ARGUMENT, "image data is required"),
         ({"data": b"GIF89a"}, grpc.StatusCode.INVALID_ARGUMENT, "image data is not image/png"),
         ({"data": PNG * 10_000}, grpc.StatusCode.INVALID_ARGUMENT, "image must be at most 1048576 bytes"),
         (
             {"content_type": "text/plain"},
             grpc.StatusCode.INVALID_ARGUMENT,
-            "content_type must be one of image/gif, image/jpeg, image/png, image/webp",
+            "the file's Content-Type must be one of image/gif, image/jpeg, image/png, image/webp",
         ),
         (
             {"additional_metadata": "m" * 1025},
             grpc.StatusCode.INVALID_ARGUMENT,
-            "additional_metadata must be at most 1024 characters",
+            "additionalMetadata must be at most 1024 characters",
         ),
     ],
 )

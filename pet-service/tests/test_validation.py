@@ -49,10 +49,10 @@ def test_a_pet_with_only_a_name_is_valid() -> None:
             pet_pb2.Pet(name="Rex", category=pet_pb2.Category(name="c" * 257)),
             "category.name must be at most 256 characters",
         ),
-        (pet_pb2.Pet(name="Rex", photo_urls=["u"] * 65), "photo_urls must have at most 64 entries"),
+        (pet_pb2.Pet(name="Rex", photo_urls=["u"] * 65), "photoUrls must have at most 64 entries"),
         (
             pet_pb2.Pet(name="Rex", photo_urls=["ok", "u" * 2049]),
-            "photo_urls[1] must be at most 2048 characters",
+            "photoUrls[1] must be at most 2048 characters",
         ),
         (pet_pb2.Pet(name="Rex", tags=[pet_pb2.Tag(name="t")] * 65), "tags must have at most 64 entries"),
         (pet_pb2.Pet(name="Rex", tags=[pet_pb2.Tag(), pet_pb2.Tag(id=-1)]), "tags[1].id must be positive"),
@@ -116,9 +116,9 @@ def test_a_list_filter_needs_a_status_or_a_tag() -> None:
     ("statuses", "tag_names", "message"),
     [
         ([pet_pb2.PET_STATUS_UNSPECIFIED], [], "status 0 is not a valid pet status"),
-        ([], [""], "tag_names[0] must not be empty"),
-        ([], ["t" * 257], "tag_names[0] must be at most 256 characters"),
-        ([], ["t"] * 65, "tag_names must have at most 64 entries"),
+        ([], [""], "tags[0] must not be empty"),
+        ([], ["t" * 257], "tags[0] must be at most 256 characters"),
+        ([], ["t"] * 65, "tags must have at most 64 entries"),
     ],
 )
 def test_invalid_list_filters_are_rejected(
@@ -137,7 +137,7 @@ def test_page_size_has_a_default_and_a_cap(requested: int, applied: int) -> None
 
 
 def test_a_negative_page_size_is_rejected() -> None:
-    with pytest.raises(InvalidArgument, match="page_size must not be negative"):
+    with pytest.raises(InvalidArgument, match="limit must not be negative"):
         validation.page_size(-1)
 
 
@@ -165,9 +165,9 @@ def test_images_whose_bytes_match_their_type_are_accepted(
         (
             "image/svg+xml",
             b"<svg/>",
-            "content_type must be one of image/gif, image/jpeg, image/png, image/webp",
+            "the file's Content-Type must be one of image/gif, image/jpeg, image/png, image/webp",
         ),
-        ("", PNG, "content_type must be one of image/gif, image/jpeg, image/png, image/webp"),
+        ("", PNG, "the file's Content-Type must be one of image/gif, image/jpeg, image/png, image/webp"),
         ("image/png", b"", "image data is required"),
         ("image/png", PNG + b"\x00" * (1024 * 1024), "image must be at most 1048576 bytes"),
         ("image/png", JPEG, "image data is not image/png"),
@@ -185,11 +185,11 @@ def test_images_of_the_wrong_type_or_size_are_rejected(content_type: str, data: 
 
 def test_image_details_are_bounded() -> None:
     validation.check_image_details("m" * 1024, "f" * 256)
-    with pytest.raises(InvalidArgument, match="additional_metadata must be at most 1024 characters"):
+    with pytest.raises(InvalidArgument, match="additionalMetadata must be at most 1024 characters"):
         validation.check_image_details("m" * 1025, "")
-    with pytest.raises(InvalidArgument, match="file_name must be at most 256 characters"):
+    with pytest.raises(InvalidArgument, match="the file's filename must be at most 256 characters"):
         validation.check_image_details("", "f" * 257)
-    with pytest.raises(InvalidArgument, match="file_name must not contain control characters"):
+    with pytest.raises(InvalidArgument, match="the file's filename must not contain control characters"):
         validation.check_image_details("", "a\x00.png")
 
 

@@ -3,7 +3,7 @@ Petstore's pets, users and orders."""
 
 from __future__ import annotations
 
-from petstore_devstack.demo import CATEGORIES, PETS, USERS, load_demo_data
+from petstore_devstack.demo import CATEGORIES, ORDERS, PETS, USERS, load_demo_data, login
 from tests.e2e.client import Api
 
 
@@ -17,9 +17,22 @@ async def test_demo_data_loads_and_reads_back(api: Api) -> None:
         pet = (await api.call("GET", f"/pet/{pet_id}")).json
         expected = (name, CATEGORIES[category_id], status)
         assert (pet["name"], pet["category"]["name"], pet["status"]) == expected
-    for order_id in demo.order_ids:
+    assert len(demo.order_ids) == len(ORDERS)
+    for order_id, (_, pet_index, quantity, status) in zip(demo.order_ids, ORDERS, strict=True):
         order = (await api.call("GET", f"/store/order/{order_id}", api_key=api.static_key)).json
-        assert order["petId"] in demo.pet_ids
+        assert (order["petId"], order["quantity"], order["status"]) == (
+            demo.pet_ids[pet_index],
+            quantity,
+            status,
+        )
+        assert order["complete"] is (status == "delivered")  # delivered orders are complete
+    # Each demo customer logs in with the printed password and sees its own orders only.
+    assert set(demo.orders_by_user) == set(USERS)
+    for username, own in demo.orders_by_user.items():
+        token = login(api.base_url, username)
+        for order_id in demo.order_ids:
+            seen = await api.call("GET", f"/store/order/{order_id}", api_key=token)
+            assert seen.status == (200 if order_id in own else 404), (username, order_id)
     for username in USERS:
         user = await api.call("GET", f"/user/{username}")
         assert user.status == 200

@@ -2,8 +2,29 @@
 
 from __future__ import annotations
 
+import errno
 import socket
 import time
+
+
+class PortTaken(Exception):
+    """Something already listens on the port a process was asked to serve on."""
+
+
+def ensure_port_free(host: str, port: int, *, hint: str = "") -> None:
+    """Raise PortTaken naming the port (and `hint`: how to choose another) when something
+    listens on host:port. SO_REUSEADDR as the gateway sets it, so a closed connection still in
+    TIME_WAIT does not count, while any listener (SO_REUSEPORT ones included) does."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            where = f"[{host}]:{port}" if family == socket.AF_INET6 else f"{host}:{port}"
+            raise PortTaken(f"port {port} is already in use ({where}){'; ' + hint if hint else ''}") from None
 
 
 def free_port() -> int:

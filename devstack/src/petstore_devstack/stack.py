@@ -7,6 +7,7 @@ start the product the same way.
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -14,16 +15,26 @@ import time
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from http.client import HTTPException
 from pathlib import Path
 from typing import IO, Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from petstore_devstack.ports import free_port
+from petstore_devstack.ports import ensure_port_free, free_port
 
 SERVICES = ("pet", "order", "user")
 STARTUP_TIMEOUT_SECONDS = 30.0
+DEFAULT_ENV = {"LOG_LEVEL": "INFO", "GRACE_SECONDS": "5"}
+"""Set for every process unless the environment (or extra_env) says otherwise: a local stack
+stops in 5 s rather than the 10 s a deployment gives in-flight requests."""
+INSTANCE_ID_HEADER = "X-Instance-ID"
+ANY_ADDRESS = ("0.0.0.0", "::", "")
+
+
+class GatewayNotOurs(RuntimeError):
+    """Another server answered on the gateway's port."""
 
 
 @dataclass
@@ -44,27 +55,30 @@ class Stack:
     session_secret: str = ""
     database_prefix: str = "petstore"
     gateway_port: int = 0
+    gateway_host: str = "127.0.0.1"
     extra_env: Mapping[str, str] = field(default_factory=dict)
     log_dir: Path | None = None
     """Where each process's log goes (<name>.log); None lets them share this terminal."""
     processes: dict[str, ProcessSpec] = field(default_factory=dict)
+    instance_id: str = field(default_factory=lambda: secrets.token_hex(8))
+    """Given to the gateway (GATEWAY_INSTANCE_ID), which echoes it on /livez: an answer
+    without it comes from some other server on the port."""
 
     def __post_init__(self) -> None:
         self.session_secret = self.session_secret or os.urandom(32).hex()
         ports = {name: free_port() for name in SERVICES}
+        self._gateway_port_chosen = not self.gateway_port
         self.gateway_port = self.gateway_port or free_port()
-        common = {
-            "LOG_LEVEL": "INFO",
-            "GRACE_SECONDS": "5",
-            "PYTHONUNBUFFERED": "1",
-            **self.extra_env,
-        }
+        defaults = {name: value for name, value in DEFAULT_ENV.items() if name not in os.environ}
+        common = {**defaults, "PYTHONUNBUFFERED": "1", **self.extra_env}
+        metrics_ports = self._metrics_ports({**os.environ, **common})
         for name in SERVICES:
             env = {
                 **common,
                 "GRPC_LISTEN_ADDR": f"127.0.0.1:{ports[name]}",
                 "MONGODB_URI": self.mongodb_uri,
                 "MONGODB_DATABASE": f"{self.database_prefix}_{name}",
+                "METRICS_PORT": str(metrics_ports[name]),
             }
             if name == "order":
                 env["PET_SERVICE_ADDR"] = f"127.0.0.1:{ports['pet']}"
@@ -76,8 +90,10 @@ class Stack:
             "petstore_gateway",
             {
                 **common,
-                "GATEWAY_HOST": "127.0.0.1",
+                "GATEWAY_HOST": self.gateway_host,
                 "GATEWAY_PORT": str(self.gateway_port),
+                "GATEWAY_INSTANCE_ID": self.instance_id,
+                "METRICS_PORT": str(metrics_ports["gateway"]),
                 "PET_SERVICE_ADDR": f"127.0.0.1:{ports['pet']}",
                 "ORDER_SERVICE_ADDR": f"127.0.0.1:{ports['order']}",
                 "USER_SERVICE_ADDR": f"127.0.0.1:{ports['user']}",
@@ -87,18 +103,51 @@ class Stack:
             self.gateway_port,
         )
 
+    @staticmethod
+    def _metrics_ports(env: Mapping[str, str]) -> dict[str, int]:
+        """METRICS_PORT is one port per process: given one, the runner hands out it and the
+        next three (pet, order, user, gateway), since four processes cannot share one."""
+        base = int(env.get("METRICS_PORT", "0") or "0")
+        return {name: base + offset if base else 0 for offset, name in enumerate((*SERVICES, "gateway"))}
+
+    @property
+    def connect_host(self) -> str:
+        """Where to reach the gateway: its listen address, or loopback when it listens on all."""
+        return "127.0.0.1" if self.gateway_host in ANY_ADDRESS else self.gateway_host
+
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.gateway_port}/v2"
+        host = f"[{self.connect_host}]" if ":" in self.connect_host else self.connect_host
+        return f"http://{host}:{self.gateway_port}/v2"
 
     def start(self) -> None:
-        """Launch every process and wait until each one reports healthy."""
+        """Launch every process and wait until each one reports healthy. Nothing starts when
+        the gateway's port is taken (PortTaken)."""
+        if not self._gateway_port_chosen:  # a port chosen here gets another if it is taken
+            ensure_port_free(self.gateway_host, self.gateway_port)
         try:
-            for name in (*SERVICES, "gateway"):
+            for name in SERVICES:
                 self.start_process(name)
+            self._start_gateway()
         except BaseException:
             self.stop()
             raise
+
+    def _start_gateway(self, attempts: int = 3) -> None:
+        """A port this stack chose itself was free when chosen, not reserved: another program
+        may bind it while the services start. Then the gateway starts again on a fresh one."""
+        for attempt in range(1, attempts + 1):
+            try:
+                self.start_process("gateway")
+                return
+            except (GatewayNotOurs, RuntimeError):
+                if not self._gateway_port_chosen or attempt == attempts:
+                    raise
+                self.stop_process("gateway")
+                self.gateway_port = free_port()
+                spec = self.processes["gateway"]
+                spec.port = self.gateway_port
+                spec.env["GATEWAY_PORT"] = str(self.gateway_port)
 
     def start_process(self, name: str) -> None:
         """(Re)start one process and wait until it is healthy."""
@@ -128,12 +177,22 @@ class Stack:
             time.sleep(0.1)
         raise TimeoutError(f"{spec.name} not healthy after {STARTUP_TIMEOUT_SECONDS}s")
 
-    @staticmethod
-    def _is_healthy(spec: ProcessSpec) -> bool:
+    def _is_healthy(self, spec: ProcessSpec) -> bool:
         if spec.name == "gateway":
+            origin = self.base_url.removesuffix("/v2")
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{spec.port}/readyz", timeout=1) as r:
+                with urllib.request.urlopen(f"{origin}/livez", timeout=1) as r:
+                    answered_by = r.headers.get(INSTANCE_ID_HEADER)
+                if answered_by != self.instance_id:
+                    raise GatewayNotOurs(
+                        f"another server answers on port {spec.port}, not the gateway this run started"
+                    )
+                with urllib.request.urlopen(f"{origin}/readyz", timeout=1) as r:
                     return bool(r.status == 200)
+            except HTTPException:  # not even HTTP/1.1 (a gRPC server, say)
+                raise GatewayNotOurs(
+                    f"another server answers on port {spec.port}, not the gateway this run started"
+                ) from None
             except OSError:
                 return False
         with grpc.insecure_channel(f"127.0.0.1:{spec.port}") as channel:
@@ -143,6 +202,18 @@ class Stack:
             except grpc.RpcError:
                 return False
             return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+    def exited(self) -> list[tuple[str, int]]:
+        """(name, exit code) of every started process that is no longer running."""
+        return [
+            (name, spec.process.returncode)
+            for name, spec in self.processes.items()
+            if spec.process is not None and spec.process.poll() is not None
+        ]
+
+    def pid(self, name: str) -> int | None:
+        process = self.processes[name].process
+        return None if process is None else process.pid
 
     def signal(self, name: str, signum: int) -> None:
         process = self.processes[name].process

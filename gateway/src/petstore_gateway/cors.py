@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from petstore_gateway.credentials import API_KEY_HEADER, AUTHORIZATION_HEADER
+from petstore_gateway.etags import ETAG, IF_MATCH, IF_NONE_MATCH
 from petstore_gateway.idempotency import IDEMPOTENCY_KEY_HEADER, REPLAYED_HEADER
 from petstore_gateway.params import NEXT_PAGE_HEADER
 from petstore_gateway.settings import ANY_ORIGIN
@@ -21,17 +22,23 @@ ALLOW_HEADERS = (
     "Accept",
     "X-Request-ID",
     IDEMPOTENCY_KEY_HEADER,
+    IF_MATCH,
+    IF_NONE_MATCH,
 )
-"""Request headers a browser may send cross-origin (Content-Type: JSON and XML are not "simple")."""
+"""Request headers a browser may send cross-origin (Content-Type: JSON and XML are not "simple";
+the credentials and the conditional and idempotent requests' headers never are). A test checks
+that every header parameter the API description declares is here."""
 EXPOSE_HEADERS = (
     "X-Request-ID",
+    ETAG,
     NEXT_PAGE_HEADER,
     "X-Rate-Limit",
     "X-Expires-After",
     "Retry-After",
     REPLAYED_HEADER,
 )
-"""Response headers a cross-origin script may read."""
+"""Response headers a cross-origin script may read (beyond the CORS-safelisted ones); a test
+checks that every response header the API description declares is here."""
 MAX_AGE_SECONDS = 600
 """How long a browser may reuse a preflight answer (browsers cap it at 2 hours or less)."""
 

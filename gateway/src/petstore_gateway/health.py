@@ -10,9 +10,11 @@ from petstore_common.grpc_client import is_serving
 from petstore_gateway.bodies import respond_message
 from petstore_gateway.clients import SHORT_NAMES
 from petstore_gateway.errors import UNAVAILABLE_RETRY_AFTER, ApiError
-from petstore_gateway.keys import CLIENTS, METRICS
+from petstore_gateway.keys import CLIENTS, METRICS, SETTINGS
 
 READINESS_DEADLINE_SECONDS = 1.0
+INSTANCE_ID_HEADER = "X-Instance-ID"
+"""On /livez when GATEWAY_INSTANCE_ID is set: which process answered."""
 
 routes = web.RouteTableDef()
 
@@ -20,7 +22,10 @@ routes = web.RouteTableDef()
 @routes.get("/livez")
 async def livez(request: web.Request) -> web.Response:
     """200 while the process runs: it says nothing about the services behind."""
-    return respond_message(request, "live")
+    instance_id = request.app[SETTINGS].instance_id
+    return respond_message(
+        request, "live", headers={INSTANCE_ID_HEADER: instance_id} if instance_id else None
+    )
 
 
 @routes.get("/readyz")

@@ -43,6 +43,7 @@ class PetWatcher:
         """A stream quiet for longer (no change, no heartbeat) is taken for dead."""
         self.streams_opened = 0
         self._failures = 0
+        self._unsupported_told = False
         self._position: tuple[str, int] | None = None
         """(epoch, sequence) of the last message applied, while the entries it kept are valid."""
 
@@ -74,28 +75,53 @@ class PetWatcher:
         try:
             first = await self._read(stream)  # live from here on
             self._apply(first)  # a resumed stream's first message holds the changes missed
+            held = self._cache.size[0]
             self._cache.go_live(resumed=first.resumed)  # else every entry is forgotten
+            self._log_live(resumed=first.resumed, forgotten=0 if first.resumed else held)
             self._failures = 0
-            log.info("pet cache live", extra={"resumed": first.resumed})
+            self._unsupported_told = False
             while True:
                 self._apply(await self._read(stream))
         except grpc.aio.AioRpcError as exc:
             if exc.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.UNIMPLEMENTED):
                 self._lose()
-                log.warning(
+                # Said once: the service is asked again every 30 s and answers the same.
+                log.log(
+                    logging.DEBUG if self._unsupported_told else logging.WARNING,
                     "the pet service cannot stream its changes: reading every pet through",
                     extra={"grpc_code": exc.code().name, "detail": exc.details()},
                 )
+                self._unsupported_told = True
                 return UNSUPPORTED_RETRY_SECONDS
             self._cache.suspend()
-            log.warning("pet watch lost: reading through", extra={"grpc_code": exc.code().name})
+            self._log_lost(grpc_code=exc.code().name)
         except _StreamEnded as exc:
             self._cache.suspend()
-            log.warning("pet watch lost: reading through", extra={"reason": str(exc)})
+            self._log_lost(reason=str(exc))
         finally:
             stream.cancel()
         self._failures += 1
         return RETRY_SECONDS[min(self._failures, len(RETRY_SECONDS)) - 1]
+
+    def _log_lost(self, **why: str) -> None:
+        # A stream that breaks while live is usually the planned connection age-out, resumed a
+        # moment later with the cache intact: routine. A reconnect that fails again is an
+        # outage, said once at INFO; what costs something (the cache emptied) is a WARNING.
+        if self._failures == 0:
+            log.debug("pet watch lost: reading through until it resumes", extra=why)
+        elif self._failures == 1:
+            log.info("pet watch still down: reading through, reconnecting", extra=why)
+
+    def _log_live(self, *, resumed: bool, forgotten: int) -> None:
+        if forgotten:
+            log.warning(
+                "pet cache emptied: the pet watch could not resume where it stopped",
+                extra={"entries": forgotten},
+            )
+        elif resumed:
+            log.debug("pet watch resumed: cache kept")
+        else:
+            log.info("pet cache live")
 
     def _apply(self, message: pet_service_pb2.WatchPetsResponse) -> None:
         for change in message.changes:

@@ -52,6 +52,9 @@ class GatewaySettings:
     """A WatchPets stream silent this long (the service sends a heartbeat every 2 s) is lost."""
     workers: int = 1
     """Gateway processes sharing the listen port (SO_REUSEPORT), each with its own cache."""
+    instance_id: str = ""
+    """Echoed by /livez as X-Instance-ID: the process runner sets a fresh one per run, to know
+    that the gateway answering on the port is the one it started."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -79,6 +82,7 @@ class GatewaySettings:
             pet_cache_max_bytes=env_int(env, "PET_CACHE_MAX_BYTES", 16 * 1024 * 1024),
             pet_watch_silence_seconds=env_float(env, "PET_WATCH_SILENCE_SECONDS", 6.0, minimum=0.1),
             workers=env_int(env, "GATEWAY_WORKERS", 1, minimum=1),
+            instance_id=_instance_id(env),
         )
 
 
@@ -100,3 +104,14 @@ def _cors_origins(env: Mapping[str, str]) -> tuple[str, ...]:
                 f"CORS_ALLOW_ORIGINS entries must be * or scheme://host[:port] without a path, got {origin!r}"
             )
     return (ANY_ORIGIN,) if ANY_ORIGIN in origins else origins
+
+
+INSTANCE_ID_PATTERN = re.compile(r"[A-Za-z0-9._-]{0,64}")
+"""What GATEWAY_INSTANCE_ID may hold: it becomes a response header."""
+
+
+def _instance_id(env: Mapping[str, str]) -> str:
+    value = env_str(env, "GATEWAY_INSTANCE_ID", "")
+    if not INSTANCE_ID_PATTERN.fullmatch(value):
+        raise SettingsError("GATEWAY_INSTANCE_ID must be at most 64 characters of A-Z a-z 0-9 . _ -")
+    return value

@@ -103,3 +103,13 @@ async def test_the_description_is_json_whatever_accept_says(client: Client, path
 async def test_the_api_itself_still_refuses_an_accept_it_cannot_meet(client: Client) -> None:
     response = await client.get("/v2/store/inventory", headers={"Accept": "text/html"})
     assert response.status == 406
+
+
+@pytest.mark.parametrize("path", ["/", "/v2", "/v2/"])
+async def test_the_base_url_and_the_root_lead_to_the_docs(client: Client, path: str) -> None:
+    response = await client.get(path, headers={"Accept": "text/html"}, allow_redirects=False)
+    assert response.status == 302
+    assert response.headers["Location"] == "/v2/docs"
+    followed = await client.get(path, headers={"Accept": "text/html"})
+    assert followed.status == 200
+    assert "swagger-ui" in await followed.text()

@@ -33,6 +33,15 @@ def test_every_field_is_read_and_the_password_never_written() -> None:
     assert wire == {key: value for key, value in FULL.items() if key != "password"}
 
 
+@pytest.mark.parametrize("sent", [{}, {"firstName": "", "lastName": "", "phone": ""}])
+def test_absent_optional_texts_are_omitted_as_for_pets_and_orders(sent: dict[str, Any]) -> None:
+    """Never given and given as "" read back alike: the record keeps no difference."""
+    user, _ = user_from_wire(
+        {"username": "ann", "email": "a@example.com", "password": "pw", **sent}, for_create=True
+    )
+    assert user_to_wire(user) == {"username": "ann", "email": "a@example.com", "userStatus": 0}
+
+
 def test_user_proto_has_no_password_field() -> None:
     assert "password" not in user_pb2.User.DESCRIPTOR.fields_by_name
 

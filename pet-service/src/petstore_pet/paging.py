@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from petstore_common.errors import InvalidArgument
 
 _VERSION = "v1"
-_INVALID = "page_token is invalid"
+_INVALID = "pageToken is invalid"
 _MAX_ID = 2**63 - 1
 
 
@@ -38,5 +38,5 @@ def decode_page_token(token: str, fingerprint: str) -> int:
     if version != _VERSION or not last_id_text.isdigit() or not 0 < last_id <= _MAX_ID:
         raise InvalidArgument(_INVALID)
     if token_fingerprint != fingerprint:
-        raise InvalidArgument("page_token does not belong to this filter")
+        raise InvalidArgument("pageToken does not belong to this filter")
     return last_id

@@ -106,7 +106,7 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
         self, request: pet_service_pb2.UploadPetImageRequest, context: Context
     ) -> pet_service_pb2.UploadPetImageResponse:
         require_staff(request.caller, STAFF_ONLY)
-        pet_id = validation.check_id(request.pet_id, "pet_id")
+        pet_id = validation.check_id(request.pet_id, "petId")
         content_type = validation.image_content_type(request.content_type, request.data)
         validation.check_image_details(request.additional_metadata, request.file_name)
         image = PetImage(

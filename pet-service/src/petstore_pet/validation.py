@@ -73,9 +73,9 @@ def check_pet_fields(pet: pet_pb2.Pet, fields: Collection[str]) -> None:
         _check_label(pet.category, "category")
     if "photo_urls" in fields:
         if len(pet.photo_urls) > MAX_PHOTO_URLS:
-            raise InvalidArgument(f"photo_urls must have at most {MAX_PHOTO_URLS} entries")
+            raise InvalidArgument(f"photoUrls must have at most {MAX_PHOTO_URLS} entries")
         for index, url in enumerate(pet.photo_urls):
-            check_text(url, f"photo_urls[{index}]", max_chars=MAX_PHOTO_URL_CHARS)
+            check_text(url, f"photoUrls[{index}]", max_chars=MAX_PHOTO_URL_CHARS)
     if "tags" in fields:
         if len(pet.tags) > MAX_TAGS:
             raise InvalidArgument(f"tags must have at most {MAX_TAGS} entries")
@@ -102,17 +102,17 @@ def check_list_filter(statuses: Sequence[Status], tag_names: Sequence[str]) -> N
     for status in statuses:
         check_status(status)
     if len(tag_names) > MAX_TAG_NAME_FILTERS:
-        raise InvalidArgument(f"tag_names must have at most {MAX_TAG_NAME_FILTERS} entries")
+        raise InvalidArgument(f"tags must have at most {MAX_TAG_NAME_FILTERS} entries")
     for index, name in enumerate(tag_names):
         if not name:
-            raise InvalidArgument(f"tag_names[{index}] must not be empty")
-        check_text(name, f"tag_names[{index}]")
+            raise InvalidArgument(f"tags[{index}] must not be empty")
+        check_text(name, f"tags[{index}]")
 
 
 def page_size(requested: int) -> int:
     """The server's default when zero, its cap when larger."""
     if requested < 0:
-        raise InvalidArgument("page_size must not be negative")
+        raise InvalidArgument("limit must not be negative")
     if requested == 0:
         return DEFAULT_PAGE_SIZE
     return min(requested, MAX_PAGE_SIZE)
@@ -122,7 +122,9 @@ def image_content_type(content_type: str, data: bytes) -> str:
     """The accepted media type of an upload whose bytes really are that type."""
     media_type = content_type.split(";", 1)[0].strip().lower()
     if media_type not in _IMAGE_SIGNATURES:
-        raise InvalidArgument(f"content_type must be one of {', '.join(sorted(_IMAGE_SIGNATURES))}")
+        raise InvalidArgument(
+            f"the file's Content-Type must be one of {', '.join(sorted(_IMAGE_SIGNATURES))}"
+        )
     if not data:
         raise InvalidArgument("image data is required")
     if len(data) > MAX_IMAGE_BYTES:
@@ -137,8 +139,8 @@ def image_content_type(content_type: str, data: bytes) -> str:
 
 def check_image_details(additional_metadata: str, file_name: str) -> None:
     if len(additional_metadata) > MAX_IMAGE_METADATA_CHARS:
-        raise InvalidArgument(f"additional_metadata must be at most {MAX_IMAGE_METADATA_CHARS} characters")
-    check_text(file_name, "file_name", max_chars=MAX_FILE_NAME_CHARS)
+        raise InvalidArgument(f"additionalMetadata must be at most {MAX_IMAGE_METADATA_CHARS} characters")
+    check_text(file_name, "the file's filename", max_chars=MAX_FILE_NAME_CHARS)
 
 
 def _check_label(label: pet_pb2.Category | pet_pb2.Tag, field: str) -> None:

@@ -70,8 +70,8 @@ def check_user(user: user_pb2.User, *, for_create: bool) -> None:
     check_username(user.username)
     if for_create or user.email:
         check_email(user.email)
-    check_text(user.first_name, "first_name")
-    check_text(user.last_name, "last_name")
+    check_text(user.first_name, "firstName")
+    check_text(user.last_name, "lastName")
     check_text(user.phone, "phone")
 
 

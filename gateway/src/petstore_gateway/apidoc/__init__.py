@@ -10,6 +10,10 @@ SWAGGER_PATH = "/v2/swagger.json"
 OPENAPI_PATH = "/v2/openapi.json"
 DOCS_PATH = "/v2/docs"
 DOCS_ASSET_PATH = "/v2/docs/{asset}"
+ENTRY_PATHS = ("/", "/v2", "/v2/")
+"""Where a person typing the address lands first: sent on to the docs."""
 
-DOCUMENT_ROUTES = frozenset({SWAGGER_PATH, OPENAPI_PATH, DOCS_PATH, DOCS_PATH + "/", DOCS_ASSET_PATH})
+DOCUMENT_ROUTES = frozenset(
+    {SWAGGER_PATH, OPENAPI_PATH, DOCS_PATH, DOCS_PATH + "/", DOCS_ASSET_PATH, *ENTRY_PATHS}
+)
 """Route templates that answer in their own media type whatever Accept says (never a 406)."""

@@ -13,7 +13,7 @@ import orjson
 from aiohttp import web
 from swagger_ui_bundle import swagger_ui_path  # type: ignore[import-untyped]
 
-from petstore_gateway.apidoc import DOCS_ASSET_PATH, DOCS_PATH, OPENAPI_PATH, SWAGGER_PATH
+from petstore_gateway.apidoc import DOCS_ASSET_PATH, DOCS_PATH, ENTRY_PATHS, OPENAPI_PATH, SWAGGER_PATH
 from petstore_gateway.apidoc.documents import ApiDocuments
 from petstore_gateway.apidoc.openapi import to_openapi
 from petstore_gateway.apidoc.swagger import build_swagger
@@ -102,6 +102,15 @@ async def docs_page(request: web.Request) -> web.Response:
 async def docs_page_with_slash(request: web.Request) -> web.Response:
     """The page's relative URLs need it at /v2/docs: send the browser there."""
     raise web.HTTPFound("../docs")
+
+
+async def entry(request: web.Request) -> web.Response:
+    """The base URL itself (or the host's root) leads to the docs, rather than a 404."""
+    raise web.HTTPFound(DOCS_PATH)
+
+
+for _path in ENTRY_PATHS:
+    routes.get(_path)(entry)
 
 
 @routes.get(DOCS_ASSET_PATH)

@@ -69,12 +69,14 @@ def user_to_wire(user: user_pb2.User) -> dict[str, Any]:
     wire: dict[str, Any] = {}
     if user.HasField("id"):
         wire["id"] = user.id
-    wire.update(
-        username=user.username,
-        firstName=user.first_name,
-        lastName=user.last_name,
-        email=user.email,
-        phone=user.phone,
-        userStatus=user.user_status,
-    )
+    wire["username"] = user.username
+    # The optional texts are omitted when empty, as a pet's or an order's absent fields are:
+    # the record stores no difference between "" and never given.
+    for name, value in (("firstName", user.first_name), ("lastName", user.last_name)):
+        if value:
+            wire[name] = value
+    wire["email"] = user.email
+    if user.phone:
+        wire["phone"] = user.phone
+    wire["userStatus"] = user.user_status
     return wire

@@ -1,0 +1,115 @@
+"""The runner behind `make run`: it refuses a taken port before starting anything, knows its
+own gateway from another server on the port, and stops the stack naming a process that died."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from petstore_devstack.__main__ import watch
+from petstore_devstack.ports import free_port
+from petstore_devstack.stack import GatewayNotOurs, Stack
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        yield int(server.getsockname()[1])
+
+
+def test_a_taken_port_stops_the_runner_before_anything_starts(taken_port: int) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "petstore_devstack", "--port", str(taken_port)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "LOG_FORMAT": "json"},
+    )
+    assert result.returncode == 2
+    assert f"port {taken_port} is already in use" in result.stderr
+    assert f"GATEWAY_PORT={taken_port + 1} make run" in result.stderr
+    assert "starting" not in result.stderr  # no process was launched
+
+
+def test_stack_start_refuses_a_taken_port_too(taken_port: int, tmp_path: Path) -> None:
+    stack = Stack(gateway_port=taken_port, log_dir=tmp_path)
+    with pytest.raises(Exception, match=f"port {taken_port} is already in use"):
+        stack.start()
+    assert stack.exited() == []  # nothing was started
+
+
+class _OtherServer(http.server.BaseHTTPRequestHandler):
+    """Answers /livez and /readyz 200 as any gateway would, without this run's instance id."""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_a_gateway_that_is_not_this_runs_own_is_never_taken_for_healthy(tmp_path: Path) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _OtherServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        stack = Stack(gateway_port=server.server_address[1], log_dir=tmp_path)
+        with pytest.raises(GatewayNotOurs, match="another server answers"):
+            stack._is_healthy(stack.processes["gateway"])
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_port_the_stack_chose_and_another_server_took_meanwhile_is_left_for_a_fresh_one(
+    tmp_path: Path,
+) -> None:
+    stack = Stack(log_dir=tmp_path)
+    chosen = stack.gateway_port
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", chosen), _OtherServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        stack.start()
+        try:
+            assert stack.gateway_port != chosen
+            assert stack._is_healthy(stack.processes["gateway"])
+        finally:
+            stack.stop()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_process_that_dies_is_named_and_the_watch_ends(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stack = Stack(gateway_port=free_port(), log_dir=tmp_path)
+    stack.start()
+    try:
+        assert stack._is_healthy(stack.processes["gateway"])  # its own instance id: accepted
+        stopped = threading.Event()
+        stack.signal("order", signal.SIGKILL)
+        assert watch(stack, stopped) == 1
+        assert "the order service exited with code -9; stopping the others" in capsys.readouterr().err
+    finally:
+        stack.stop()
+    assert {name for name, _ in stack.exited()} == {"pet", "order", "user", "gateway"}
+
+
+def test_the_watch_ends_quietly_when_asked_to_stop(tmp_path: Path) -> None:
+    stack = Stack(gateway_port=free_port(), log_dir=tmp_path)  # nothing started: nothing dies
+    stopped = threading.Event()
+    stopped.set()
+    assert watch(stack, stopped) == 0
