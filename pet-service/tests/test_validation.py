@@ -130,18 +130,6 @@ def test_invalid_list_filters_are_rejected(
 
 
 @pytest.mark.parametrize(
-    ("requested", "applied"), [(0, 100), (1, 1), (1000, 1000), (1001, 1000), (2**31 - 1, 1000)]
-)
-def test_page_size_has_a_default_and_a_cap(requested: int, applied: int) -> None:
-    assert validation.page_size(requested) == applied
-
-
-def test_a_negative_page_size_is_rejected() -> None:
-    with pytest.raises(InvalidArgument, match="page_size must not be negative"):
-        validation.page_size(-1)
-
-
-@pytest.mark.parametrize(
     ("content_type", "data", "accepted"),
     [
         ("image/png", PNG, "image/png"),

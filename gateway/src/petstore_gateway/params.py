@@ -6,11 +6,10 @@ import re
 from collections.abc import Iterable
 from typing import Protocol
 
+from petstore_common.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from petstore_gateway.errors import ApiError
 
 INT64_MAX = 2**63 - 1
-DEFAULT_PAGE_SIZE = 100
-MAX_PAGE_SIZE = 1000
 NEXT_PAGE_HEADER = "X-Next-Page-Token"
 PAGE_TOKEN_PARAM = "pageToken"  # noqa: S105 - a query parameter name, not a secret
 LIMIT_PARAM = "limit"

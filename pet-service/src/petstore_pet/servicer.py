@@ -16,6 +16,7 @@ import grpc
 from petstore.pet.v1 import pet_service_pb2, pet_service_pb2_grpc
 from petstore_common.callers import require_staff
 from petstore_common.errors import ServiceError
+from petstore_common.paging import decode_page_token, encode_page_token, filter_fingerprint, page_size
 from petstore_common.idempotency import (
     DEFAULT_TTL_SECONDS,
     Idempotency,
@@ -25,7 +26,6 @@ from petstore_common.idempotency import (
 from petstore_common.versions import required_versions
 from petstore_pet import validation
 from petstore_pet.changes import PetChange, Position, Subscription
-from petstore_pet.paging import decode_page_token, encode_page_token, filter_fingerprint
 from petstore_pet.storage.base import PetImage, PetStore
 
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -87,7 +87,7 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
     ) -> pet_service_pb2.ListPetsResponse:
         statuses, tag_names = list(request.statuses), list(request.tag_names)
         validation.check_list_filter(statuses, tag_names)
-        size = validation.page_size(request.page_size)
+        size = page_size(request.page_size)
         fingerprint = filter_fingerprint(statuses, tag_names)
         after_id = decode_page_token(request.page_token, fingerprint)
         # One extra pet tells whether another page exists without a second query.

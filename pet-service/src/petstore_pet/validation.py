@@ -16,8 +16,6 @@ MAX_PHOTO_URLS = 64
 MAX_PHOTO_URL_CHARS = 2048
 MAX_TAGS = 64
 MAX_TAG_NAME_FILTERS = 64
-DEFAULT_PAGE_SIZE = 100
-MAX_PAGE_SIZE = 1000
 MAX_IMAGE_BYTES = 1024 * 1024
 MAX_IMAGE_METADATA_CHARS = 1024
 MAX_FILE_NAME_CHARS = 256
@@ -107,15 +105,6 @@ def check_list_filter(statuses: Sequence[Status], tag_names: Sequence[str]) -> N
         if not name:
             raise InvalidArgument(f"tag_names[{index}] must not be empty")
         check_text(name, f"tag_names[{index}]")
-
-
-def page_size(requested: int) -> int:
-    """The server's default when zero, its cap when larger."""
-    if requested < 0:
-        raise InvalidArgument("page_size must not be negative")
-    if requested == 0:
-        return DEFAULT_PAGE_SIZE
-    return min(requested, MAX_PAGE_SIZE)
 
 
 def image_content_type(content_type: str, data: bytes) -> str:
