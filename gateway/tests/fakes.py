@@ -242,6 +242,7 @@ class FakeOrderService(order_service_pb2_grpc.OrderServiceServicer):
         self.pet_service_down = False
         self.callers: list[caller_pb2.Caller] = []
         """The caller of every call, in order."""
+        self.last_list: order_service_pb2.ListOrdersRequest | None = None
         self._next_id = 0
 
     async def CreateOrder(
@@ -279,6 +280,33 @@ class FakeOrderService(order_service_pb2_grpc.OrderServiceServicer):
         if self.orders.pop(request.id, None) is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"order {request.id} not found")
         return order_service_pb2.DeleteOrderResponse()
+
+    async def ListOrders(
+        self, request: order_service_pb2.ListOrdersRequest, context: Context
+    ) -> order_service_pb2.ListOrdersResponse:
+        """The order service's rule: a customer's own orders (another owner's is refused), staff
+        any; the page token is the last id (enough for the gateway's tests)."""
+        self.callers.append(request.caller)
+        self.last_list = request
+        owner: int | None = request.owner_user_id if request.HasField("owner_user_id") else None
+        if request.caller.kind == caller_pb2.CALLER_KIND_CUSTOMER:
+            if owner is not None and owner != request.caller.user_id:
+                await context.abort(grpc.StatusCode.PERMISSION_DENIED, "a customer lists only its own orders")
+            owner = request.caller.user_id
+        elif request.caller.kind != caller_pb2.CALLER_KIND_STAFF:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, "sign in first")
+        after = int(request.page_token) if request.page_token.isdigit() else 0
+        matches = [
+            order
+            for order_id, order in sorted(self.orders.items())
+            if order_id > after
+            and (not request.statuses or order.status in request.statuses)
+            and (not request.HasField("pet_id") or order.pet_id == request.pet_id)
+            and (owner is None or (order.HasField("owner_user_id") and order.owner_user_id == owner))
+        ]
+        page = matches[: request.page_size]
+        token = str(page[-1].id) if len(matches) > len(page) else ""
+        return order_service_pb2.ListOrdersResponse(orders=page, next_page_token=token)
 
     async def UpdateOrderStatus(
         self, request: order_service_pb2.UpdateOrderStatusRequest, context: Context

@@ -86,6 +86,7 @@ VALID = [
     ),
     Call("GET", "/v2/store/inventory", "/v2/store/inventory"),
     Call("POST", "/v2/store/order", "/v2/store/order", lambda: {"json": {"petId": 1}, "headers": KEY}),
+    Call("GET", "/v2/store/order", "/v2/store/order", lambda: {"headers": KEY}),
     Call("GET", "/v2/store/order/{orderId}", "/v2/store/order/1", lambda: {"headers": KEY}),
     Call("DELETE", "/v2/store/order/{orderId}", "/v2/store/order/1", lambda: {"headers": KEY}),
     Call(
@@ -169,7 +170,7 @@ async def test_without_an_api_key_secured_operations_are_401(
         if operations(documents["swagger"])[(call.method, call.route)].get("security")
         == [{"api_key": []}, {"bearer": []}]
     ]
-    assert len(secured) == 13
+    assert len(secured) == 14
     for call in secured:
         headers = {k: v for k, v in call.kwargs().get("headers", {}).items() if k != "api_key"}
         response = await call.send(client, headers=headers)
@@ -187,7 +188,7 @@ async def test_every_call_takes_its_credential_as_bearer_too(client: Client, bac
             moved += 1
         response = await call.send(client, headers=headers)
         assert response.status == 200, (call.route, await response.text())
-    assert moved == 14  # the thirteen operations that need a key, and logout
+    assert moved == 15  # the fourteen operations that need a key, and logout
 
 
 async def test_credentials_that_disagree_are_400_everywhere(
@@ -355,6 +356,10 @@ BAD_INPUT: list[tuple[str, str, str, dict[str, Any], int]] = [
     ("POST", "/v2/store/order", "/v2/store/order", _json({"petId": 1, "status": "lost"}), 400),
     ("POST", "/v2/store/order", "/v2/store/order", _xml(b"<Order><quantity>2</quantity></Order>"), 400),
     ("POST", "/v2/store/order", "/v2/store/order", _json({"petId": 99}), 404),
+    ("GET", "/v2/store/order", "/v2/store/order?status=lost", {"headers": KEY}, 400),
+    ("GET", "/v2/store/order", "/v2/store/order?petId=0", {"headers": KEY}, 400),
+    ("GET", "/v2/store/order", "/v2/store/order?username=nobody", {"headers": KEY}, 404),
+    ("GET", "/v2/store/order", "/v2/store/order?username=ann", {"headers": {"api_key": BOB_SESSION}}, 403),
     ("GET", "/v2/store/order/{orderId}", "/v2/store/order/1.5", {"headers": KEY}, 400),
     ("GET", "/v2/store/order/{orderId}", "/v2/store/order/99", {"headers": KEY}, 404),
     ("DELETE", "/v2/store/order/{orderId}", "/v2/store/order/x", {"headers": KEY}, 400),

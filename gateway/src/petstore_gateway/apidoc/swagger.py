@@ -289,27 +289,33 @@ USERNAME = {
     "maxLength": MAX_USERNAME_CHARS,
     "pattern": USERNAME_PATTERN,
 }
-PAGING: tuple[Json, ...] = (
-    {
-        "name": LIMIT_PARAM,
-        "in": "query",
-        "description": "Most pets to return",
-        "required": False,
-        "type": "integer",
-        "format": "int32",
-        "minimum": 1,
-        "maximum": MAX_PAGE_SIZE,
-        "default": DEFAULT_PAGE_SIZE,
-    },
-    {
-        "name": PAGE_TOKEN_PARAM,
-        "in": "query",
-        "description": f"The {NEXT_PAGE_HEADER} of the previous page",
-        "required": False,
-        "type": "string",
-        "maxLength": MAX_PAGE_TOKEN_CHARS,
-    },
-)
+
+
+def _paging(items: str) -> tuple[Json, ...]:
+    return (
+        {
+            "name": LIMIT_PARAM,
+            "in": "query",
+            "description": f"Most {items} to return",
+            "required": False,
+            "type": "integer",
+            "format": "int32",
+            "minimum": 1,
+            "maximum": MAX_PAGE_SIZE,
+            "default": DEFAULT_PAGE_SIZE,
+        },
+        {
+            "name": PAGE_TOKEN_PARAM,
+            "in": "query",
+            "description": f"The {NEXT_PAGE_HEADER} of the previous page",
+            "required": False,
+            "type": "string",
+            "maxLength": MAX_PAGE_TOKEN_CHARS,
+        },
+    )
+
+
+PAGING = _paging("pets")
 
 
 def _body(schema: Json, description: str) -> Json:
@@ -344,6 +350,17 @@ PETS_RESPONSE = _ok(
     "successful operation",
     {"type": "array", "items": ref("Pet"), "xml": {"name": "pets", "wrapped": True}},
     {NEXT_PAGE_HEADER: {"type": "string", "description": f"More pets match: send it as {PAGE_TOKEN_PARAM}"}},
+)
+
+ORDERS_RESPONSE = _ok(
+    "successful operation",
+    {"type": "array", "items": ref("Order"), "xml": {"name": "orders", "wrapped": True}},
+    {
+        NEXT_PAGE_HEADER: {
+            "type": "string",
+            "description": f"More orders match: send it as {PAGE_TOKEN_PARAM}",
+        }
+    },
 )
 
 INVALID_ID = "Invalid ID supplied"
@@ -569,6 +586,53 @@ OPERATIONS: tuple[Operation, ...] = (
         description="An order placed with a customer's session belongs to that customer; "
         "one placed with a static key belongs to no customer.",
         idempotent=True,
+    ),
+    Operation(
+        "get",
+        "/store/order",
+        "listOrders",
+        "store",
+        "Lists orders: a customer's own, or any for staff",
+        ORDERS_RESPONSE,
+        {
+            400: "Invalid status, petId, username, limit or pageToken",
+            403: "A customer named another user as username",
+            404: "No user has this username",
+        },
+        (
+            {
+                "name": "status",
+                "in": "query",
+                "description": "Only orders with any of these statuses (all when left out): repeat the "
+                "parameter or separate values by commas (status[]=a and status[0]=a are read too)",
+                "required": False,
+                "type": "array",
+                "items": {"type": "string", "enum": list(ORDER_STATUSES)},
+                "collectionFormat": "multi",
+            },
+            {
+                "name": "petId",
+                "in": "query",
+                "description": "Only orders of this pet",
+                "required": False,
+                "type": "integer",
+                "format": "int64",
+                "minimum": 1,
+            },
+            {
+                "name": "username",
+                "in": "query",
+                "description": "Only orders this user placed (staff; a customer may name only itself)",
+                "required": False,
+                "type": "string",
+                "minLength": 1,
+                "maxLength": MAX_USERNAME_CHARS,
+                "pattern": USERNAME_PATTERN,
+            },
+            *_paging("orders"),
+        ),
+        description="Orders in id order, a page at a time. A customer sees only its own orders and "
+        "naming another user is 403; staff see every order, including those placed with a static key.",
     ),
     Operation(
         "get",

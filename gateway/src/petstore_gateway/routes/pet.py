@@ -25,14 +25,7 @@ from petstore_gateway.etags import IF_MATCH, if_match_precondition, matches_vers
 from petstore_gateway.idempotency import KEY_REUSED_IS_422, idempotency_key, replay_headers
 from petstore_gateway.keys import CLIENTS, PET_CACHE, PRINCIPAL
 from petstore_gateway.negotiation import BodyFormat
-from petstore_gateway.params import (
-    LIMIT_PARAM,
-    NEXT_PAGE_HEADER,
-    PAGE_TOKEN_PARAM,
-    parse_id,
-    parse_limit,
-    query_values,
-)
+from petstore_gateway.params import next_page_headers, page_request, parse_id, query_values
 from petstore_gateway.pet_cache import CachedPet
 from petstore_gateway.representations.pet import (
     PET,
@@ -117,11 +110,9 @@ async def update_pet(request: web.Request) -> web.Response:
 
 
 async def _list_pets(request: web.Request, query: pet_service_pb2.ListPetsRequest) -> web.Response:
-    query.page_size = parse_limit(request.query.get(LIMIT_PARAM))
-    query.page_token = request.query.get(PAGE_TOKEN_PARAM, "")
+    query.page_size, query.page_token = page_request(request.query)
     reply = await call(request, request.app[CLIENTS].pet.ListPets, query, service=SERVICE)
-    headers = {NEXT_PAGE_HEADER: reply.next_page_token} if reply.next_page_token else None
-    return respond(request, pets_to_wire(reply.pets), PETS, headers=headers)
+    return respond(request, pets_to_wire(reply.pets), PETS, headers=next_page_headers(reply.next_page_token))
 
 
 @routes.get("/v2/pet/findByStatus")
