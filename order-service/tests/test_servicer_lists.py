@@ -122,7 +122,8 @@ async def test_pages_follow_the_token(stub: OrderServiceAsyncStub, orders: dict[
     last = await listed(stub, STAFF, page_size=2, page_token=second.next_page_token)
 
     assert (ids(first), ids(second), ids(last)) == ([1, 2], [3, 4], [5])
-    assert first.next_page_token and second.next_page_token
+    assert first.next_page_token
+    assert second.next_page_token
     assert last.next_page_token == ""
 
 

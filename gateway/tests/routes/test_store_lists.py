@@ -78,7 +78,8 @@ async def test_a_customer_naming_another_username_is_refused(
     )
 
     assert await error_of(wire, response) == (403, "a customer lists only its own orders")
-    assert shop.order.last_list is not None and shop.order.last_list.owner_user_id == BOB
+    assert shop.order.last_list is not None
+    assert shop.order.last_list.owner_user_id == BOB
 
 
 async def test_staff_filter_by_username(client: Client, shop: FakeBackend) -> None:

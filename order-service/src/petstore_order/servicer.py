@@ -23,13 +23,13 @@ from petstore.auth.v1 import caller_pb2
 from petstore.order.v1 import order_pb2, order_service_pb2, order_service_pb2_grpc
 from petstore_common.callers import customer_id, is_staff, require_staff
 from petstore_common.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
-from petstore_common.paging import decode_page_token, encode_page_token, filter_fingerprint, page_size
 from petstore_common.idempotency import (
     DEFAULT_TTL_SECONDS,
     Idempotency,
     Reservation,
     create_under_reserved_id,
 )
+from petstore_common.paging import decode_page_token, encode_page_token, filter_fingerprint, page_size
 from petstore_order import validation
 from petstore_order.pets import PetDirectory
 from petstore_order.storage.base import STATUS_NAMES, OrderStore, Status, not_found

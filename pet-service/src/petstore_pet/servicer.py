@@ -16,13 +16,13 @@ import grpc
 from petstore.pet.v1 import pet_service_pb2, pet_service_pb2_grpc
 from petstore_common.callers import require_staff
 from petstore_common.errors import ServiceError
-from petstore_common.paging import decode_page_token, encode_page_token, filter_fingerprint, page_size
 from petstore_common.idempotency import (
     DEFAULT_TTL_SECONDS,
     Idempotency,
     Reservation,
     create_under_reserved_id,
 )
+from petstore_common.paging import decode_page_token, encode_page_token, filter_fingerprint, page_size
 from petstore_common.versions import required_versions
 from petstore_pet import validation
 from petstore_pet.changes import PetChange, Position, Subscription
