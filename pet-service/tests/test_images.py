@@ -55,7 +55,7 @@ def test_a_canvas_over_the_pixel_bound_is_refused_before_decoding(width: int, he
 
 
 def test_empty_and_oversized_files_are_refused() -> None:
-    with pytest.raises(InvalidArgument, match="^image data is required$"):
+    with pytest.raises(InvalidArgument, match=r"^image data is required$"):
         decoded_media_type(b"")
-    with pytest.raises(InvalidArgument, match=f"^image must be at most {MAX_IMAGE_BYTES} bytes$"):
+    with pytest.raises(InvalidArgument, match=rf"^image must be at most {MAX_IMAGE_BYTES} bytes$"):
         decoded_media_type(image_file() + b"\x00" * MAX_IMAGE_BYTES)
