@@ -72,6 +72,7 @@ class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
         self.get_calls = 0
         self.pets: dict[int, pet_pb2.Pet] = {}
         self.images: list[pet_service_pb2.UploadPetImageRequest] = []
+        """Every upload accepted, in order; image i (from 1) has the id f"{i:032x}"."""
         self.last_list: pet_service_pb2.ListPetsRequest | None = None
         self.callers: list[caller_pb2.Caller] = []
         """The caller of every change, in order."""
@@ -229,10 +230,36 @@ class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
         await self._get(request.pet_id, context)
         if not request.content_type.startswith("image/"):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the file must be an image")
+        pet = await self._get(request.pet_id, context)
+        if len([image for image in self.images if image.pet_id == request.pet_id]) >= 2:
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION, f"pet {request.pet_id} has 2 images already"
+            )
         self.images.append(request)
+        image_id = f"{len(self.images):032x}"
+        photo_url = f"{request.images_base_url}/{image_id}"
+        pet.photo_urls.append(photo_url)
+        pet.version += 1
+        self.publish(pet.id, pet.version)
         return pet_service_pb2.UploadPetImageResponse(
-            image_id=f"img-{len(self.images)}", size_bytes=len(request.data)
+            image_id=image_id,
+            size_bytes=len(request.data),
+            media_type=request.content_type,
+            photo_url=photo_url,
+            pet=pet,
         )
+
+    async def GetPetImage(
+        self, request: pet_service_pb2.GetPetImageRequest, context: Context
+    ) -> pet_service_pb2.GetPetImageResponse:
+        """Anyone; the image must be this pet's (the media type stored is the one uploaded here)."""
+        index = int(request.image_id, 16) - 1 if request.image_id.isalnum() else -1
+        if not 0 <= index < len(self.images) or self.images[index].pet_id != request.pet_id:
+            await context.abort(
+                grpc.StatusCode.NOT_FOUND, f"pet {request.pet_id} has no image {request.image_id}"
+            )
+        image = self.images[index]
+        return pet_service_pb2.GetPetImageResponse(media_type=image.content_type, data=image.data)
 
 
 class FakeOrderService(order_service_pb2_grpc.OrderServiceServicer):

@@ -12,6 +12,8 @@ from petstore_gateway.client_address import Network, parse_networks
 
 ANY_ORIGIN = "*"
 _ORIGIN = re.compile(r"https?://[^/\s?#]+")
+_PUBLIC_BASE_URL = re.compile(r"https?://[^/\s?#@]+(/[^\s?#]*[^\s?#/])?")
+MAX_PUBLIC_BASE_URL_CHARS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,9 @@ class GatewaySettings:
     """A WatchPets stream silent this long (the service sends a heartbeat every 2 s) is lost."""
     workers: int = 1
     """Gateway processes sharing the listen port (SO_REUSEPORT), each with its own cache."""
+    public_base_url: str = ""
+    """scheme://host[:port][/prefix] clients reach the gateway at, for the image URLs it stores
+    in photoUrls; empty: each upload's own scheme and Host."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -75,7 +80,19 @@ class GatewaySettings:
             pet_cache_max_bytes=env_int(env, "PET_CACHE_MAX_BYTES", 16 * 1024 * 1024),
             pet_watch_silence_seconds=env_float(env, "PET_WATCH_SILENCE_SECONDS", 6.0, minimum=0.1),
             workers=env_int(env, "GATEWAY_WORKERS", 1, minimum=1),
+            public_base_url=_public_base_url(env),
         )
+
+
+def _public_base_url(env: Mapping[str, str]) -> str:
+    """PUBLIC_BASE_URL: an http(s) URL without query, fragment, credentials or trailing slash."""
+    value = env_str(env, "PUBLIC_BASE_URL", "").rstrip("/")
+    if value and (len(value) > MAX_PUBLIC_BASE_URL_CHARS or not _PUBLIC_BASE_URL.fullmatch(value)):
+        raise SettingsError(
+            "PUBLIC_BASE_URL must be http(s)://host[:port][/path] without query, fragment or "
+            f"credentials, at most {MAX_PUBLIC_BASE_URL_CHARS} characters"
+        )
+    return value
 
 
 def _trusted_proxies(env: Mapping[str, str]) -> tuple[Network, ...]:
