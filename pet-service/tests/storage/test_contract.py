@@ -408,6 +408,22 @@ async def test_a_pet_keeps_at_most_max_images(store: PetStore) -> None:
     await store.add_image(an_image(other.id, "f" * 32), max_images=3)  # another pet's count is its own
 
 
+async def test_racing_uploads_never_pass_max_images(store: PetStore) -> None:
+    pet = await store.create(a_pet())
+
+    async def add(index: int) -> bool:
+        try:
+            await store.add_image(an_image(pet.id, f"{index:032x}"), max_images=3)
+        except FailedPrecondition:
+            return False
+        return True
+
+    stored = await asyncio.gather(*(add(index) for index in range(12)))
+
+    assert sum(stored) <= 3  # racers for the last places may all lose; none gets past
+    assert len(await store.list_images(pet.id)) == sum(stored)
+
+
 async def test_delete_image_removes_only_that_image(store: PetStore) -> None:
     pet = await store.create(a_pet())
     await store.add_image(an_image(pet.id, "a" * 32), max_images=2)
