@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -12,7 +14,13 @@ from pymongo.errors import ServerSelectionTimeoutError
 
 from petstore_common.errors import NotFound
 from petstore_common.grpc_client import create_channel, is_serving
-from petstore_common.grpc_server import RunningService, ServiceDefinition, start_service
+from petstore_common.grpc_server import (
+    HEALTH_CHECK_INTERVAL_SECONDS,
+    RECHECK_INTERVAL_SECONDS,
+    RunningService,
+    ServiceDefinition,
+    start_service,
+)
 from petstore_common.request_context import NO_REQUEST_ID, current_request_id
 from petstore_common.settings import ServiceSettings
 
@@ -130,6 +138,37 @@ async def test_health_follows_readiness(running: RunningService, readiness: Read
         assert not await is_serving(channel, "")
 
 
+async def test_a_call_that_finds_the_database_gone_turns_health_at_once(
+    running: RunningService, readiness: Readiness, call: Callable[[str], Awaitable[bytes]]
+) -> None:
+    async with create_channel(f"127.0.0.1:{running.port}") as channel:
+        assert await is_serving(channel, SERVICE)  # checked: the next check is 2 s away
+        readiness.ready = False
+        with pytest.raises(grpc.aio.AioRpcError):
+            await call("DbDown")
+
+        assert not await is_serving(channel, SERVICE)
+        assert not await is_serving(channel, "")
+
+
+async def test_a_service_back_in_health_serves_within_a_second(
+    running: RunningService, readiness: Readiness, call: Callable[[str], Awaitable[bytes]]
+) -> None:
+    async with create_channel(f"127.0.0.1:{running.port}") as channel:
+        readiness.ready = False
+        with pytest.raises(grpc.aio.AioRpcError):
+            await call("DbDown")
+        await asyncio.sleep(HEALTH_CHECK_INTERVAL_SECONDS)  # a check failed on its own too
+        assert not await is_serving(channel, SERVICE)
+
+        readiness.ready = True
+        back = time.monotonic()
+        while not await is_serving(channel, SERVICE):
+            assert time.monotonic() - back < 1.0, "still NOT_SERVING a second after its database came back"
+            await asyncio.sleep(0.05)
+        assert await call("Echo") == b"ping"
+
+
 async def test_graceful_stop_lets_in_flight_calls_finish(running: RunningService) -> None:
     async with create_channel(f"127.0.0.1:{running.port}") as channel:
         slow: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(f"/{SERVICE}/Slow")
@@ -170,3 +209,9 @@ async def test_stop_ends_the_health_watch_even_as_a_check_returns() -> None:
     stopping = asyncio.create_task(service.stop(None))
     done, _ = await asyncio.wait([stopping], timeout=3)
     assert stopping in done
+
+
+def test_the_readme_states_how_often_an_unhealthy_service_checks_again() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert f"checks again every {RECHECK_INTERVAL_SECONDS:g} s" in readme
+    assert f"checked every {HEALTH_CHECK_INTERVAL_SECONDS:g} s" in readme

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import ConnectionFailure
 
 from petstore.auth.v1 import caller_pb2
 from petstore.pet.v1 import pet_pb2, pet_service_pb2
@@ -17,7 +19,9 @@ from petstore_common.errors import Aborted, AlreadyExists, FailedPrecondition, I
 from petstore_common.idempotency import (
     IN_PROGRESS,
     LEASE_SECONDS,
+    RENEW_INTERVAL_SECONDS,
     REUSED,
+    TAKEN_OVER,
     Claimed,
     Idempotency,
     IdempotencyStore,
@@ -34,6 +38,8 @@ T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
 LEASE = timedelta(seconds=LEASE_SECONDS)
 STAFF = caller_pb2.Caller(kind=caller_pb2.CALLER_KIND_STAFF, staff_key_id="a")
+H = "holder-1"
+"""The token of the attempt that claims first."""
 
 
 @pytest.fixture
@@ -58,30 +64,30 @@ def store(request: pytest.FixtureRequest) -> IdempotencyStore:
 
 
 async def test_a_first_claim_runs_and_a_completed_one_replays(store: IdempotencyStore) -> None:
-    assert await store.claim("staff:a k1", "f1", T0, DAY) == Claimed()
-    await store.complete("staff:a k1", b"response-1")
+    assert await store.claim("staff:a k1", "f1", H, T0, DAY) == Claimed()
+    await store.complete("staff:a k1", H, b"response-1")
 
-    assert await store.claim("staff:a k1", "f1", T0 + timedelta(hours=23), DAY) == Replay(b"response-1")
+    assert await store.claim("staff:a k1", "f1", H, T0 + timedelta(hours=23), DAY) == Replay(b"response-1")
 
 
 async def test_another_request_under_the_key_is_refused(store: IdempotencyStore) -> None:
-    await store.claim("staff:a k1", "f1", T0, DAY)
-    await store.complete("staff:a k1", b"r")
+    await store.claim("staff:a k1", "f1", H, T0, DAY)
+    await store.complete("staff:a k1", H, b"r")
 
     with pytest.raises(FailedPrecondition, match=REUSED):
-        await store.claim("staff:a k1", "f2", T0, DAY)
+        await store.claim("staff:a k1", "f2", H, T0, DAY)
 
 
 async def test_a_twin_of_a_running_request_is_aborted(store: IdempotencyStore) -> None:
-    await store.claim("staff:a k1", "f1", T0, DAY)
+    await store.claim("staff:a k1", "f1", H, T0, DAY)
 
     with pytest.raises(Aborted, match=IN_PROGRESS):
-        await store.claim("staff:a k1", "f1", T0 + LEASE - timedelta(seconds=1), DAY)
+        await store.claim("staff:a k1", "f1", "twin", T0 + LEASE / 2, DAY)
 
 
 async def test_racing_twins_one_claims(store: IdempotencyStore) -> None:
     outcomes = await asyncio.gather(
-        *(store.claim("customer:7 k", "f", T0, DAY) for _ in range(12)), return_exceptions=True
+        *(store.claim("customer:7 k", "f", f"twin {n}", T0, DAY) for n in range(12)), return_exceptions=True
     )
 
     assert sum(isinstance(outcome, Claimed) for outcome in outcomes) == 1
@@ -89,62 +95,100 @@ async def test_racing_twins_one_claims(store: IdempotencyStore) -> None:
 
 
 async def test_records_of_other_callers_never_meet(store: IdempotencyStore) -> None:
-    await store.claim("customer:1 k", "f1", T0, DAY)
-    await store.complete("customer:1 k", b"one")
+    await store.claim("customer:1 k", "f1", H, T0, DAY)
+    await store.complete("customer:1 k", H, b"one")
 
-    assert await store.claim("customer:2 k", "f2", T0, DAY) == Claimed()
+    assert await store.claim("customer:2 k", "f2", H, T0, DAY) == Claimed()
 
 
 async def test_an_expired_record_is_forgotten(store: IdempotencyStore) -> None:
-    await store.claim("staff:a k", "f1", T0, DAY)
-    await store.complete("staff:a k", b"old")
+    await store.claim("staff:a k", "f1", H, T0, DAY)
+    await store.complete("staff:a k", H, b"old")
 
-    assert await store.claim("staff:a k", "f2", T0 + DAY, DAY) == Claimed()
+    assert await store.claim("staff:a k", "f2", H, T0 + DAY, DAY) == Claimed()
 
 
 async def test_a_released_claim_runs_again_even_corrected(store: IdempotencyStore) -> None:
-    await store.claim("staff:a k", "f1", T0, DAY)
-    await store.release("staff:a k")
+    await store.claim("staff:a k", "f1", H, T0, DAY)
+    await store.release("staff:a k", H)
 
-    assert await store.claim("staff:a k", "f2", T0, DAY) == Claimed()
+    assert await store.claim("staff:a k", "f2", H, T0, DAY) == Claimed()
 
 
 async def test_an_abandoned_claim_is_taken_over_with_its_reserved_ids(store: IdempotencyStore) -> None:
-    await store.claim("staff:a k", "f", T0, DAY)
-    await store.reserve("staff:a k", (41, 42))
-    await store.abandon("staff:a k", T0)
+    await store.claim("staff:a k", "f", H, T0, DAY)
+    await store.reserve("staff:a k", H, (41, 42))
+    await store.abandon("staff:a k", H)
 
-    assert await store.claim("staff:a k", "f", T0 + timedelta(seconds=1), DAY) == Claimed((41, 42))
+    assert await store.claim("staff:a k", "f", "retry", T0, DAY) == Claimed((41, 42))
     with pytest.raises(Aborted):  # taken over: held again
-        await store.claim("staff:a k", "f", T0 + timedelta(seconds=2), DAY)
+        await store.claim("staff:a k", "f", "another", T0 + LEASE / 2, DAY)
 
 
 async def test_a_crashed_claim_is_free_once_its_lease_runs_out(store: IdempotencyStore) -> None:
-    await store.claim("staff:a k", "f", T0, DAY)
-    await store.reserve("staff:a k", (7,))
+    await store.claim("staff:a k", "f", H, T0, DAY)
+    await store.reserve("staff:a k", H, (7,))
 
-    assert await store.claim("staff:a k", "f", T0 + LEASE + timedelta(seconds=1), DAY) == Claimed((7,))
+    with pytest.raises(Aborted):
+        await store.claim("staff:a k", "f", "retry", T0 + LEASE * 0.9, DAY)
+    assert await store.claim("staff:a k", "f", "retry", T0 + LEASE, DAY) == Claimed((7,))
+
+
+async def test_a_renewed_lease_keeps_the_key_past_its_first_lease(store: IdempotencyStore) -> None:
+    await store.claim("staff:a k", "f", H, T0, DAY)
+
+    assert await store.renew("staff:a k", H, T0 + LEASE * 0.75) is True
+    with pytest.raises(Aborted, match=IN_PROGRESS):
+        await store.claim("staff:a k", "f", "twin", T0 + LEASE * 1.5, DAY)
+    assert await store.claim("staff:a k", "f", "twin", T0 + LEASE * 1.75, DAY) == Claimed()
+
+
+async def test_a_taken_over_holder_can_no_longer_write(store: IdempotencyStore) -> None:
+    await store.claim("staff:a k", "f", H, T0, DAY)
+    await store.reserve("staff:a k", H, (7,))
+    assert await store.claim("staff:a k", "f", "retry", T0 + LEASE, DAY) == Claimed((7,))
+
+    assert await store.renew("staff:a k", H, T0 + LEASE) is False
+    with pytest.raises(Aborted, match=TAKEN_OVER):
+        await store.reserve("staff:a k", H, (8,))
+    with pytest.raises(Aborted, match=TAKEN_OVER):
+        await store.complete("staff:a k", H, b"late")
+    await store.release("staff:a k", H)
+    await store.abandon("staff:a k", H)
+
+    with pytest.raises(Aborted, match=IN_PROGRESS):  # the retry still holds it
+        await store.claim("staff:a k", "f", "third", T0 + LEASE * 1.5, DAY)
+    await store.complete("staff:a k", "retry", b"answer")
+    assert await store.claim("staff:a k", "f", "third", T0 + LEASE * 1.5, DAY) == Replay(b"answer")
+
+
+async def test_a_renewal_arriving_after_the_abandon_does_not_block_the_key(store: IdempotencyStore) -> None:
+    await store.claim("staff:a k", "f", H, T0, DAY)
+    await store.abandon("staff:a k", H)
+
+    assert await store.renew("staff:a k", H, T0) is False
+    assert await store.claim("staff:a k", "f", "retry", T0, DAY) == Claimed()
 
 
 async def test_release_and_abandon_leave_a_completed_record_alone(store: IdempotencyStore) -> None:
-    await store.claim("staff:a k", "f", T0, DAY)
-    await store.complete("staff:a k", b"done")
-    await store.release("staff:a k")
-    await store.abandon("staff:a k", T0)
+    await store.claim("staff:a k", "f", H, T0, DAY)
+    await store.complete("staff:a k", H, b"done")
+    await store.release("staff:a k", H)
+    await store.abandon("staff:a k", H)
 
-    assert await store.claim("staff:a k", "f", T0, DAY) == Replay(b"done")
+    assert await store.claim("staff:a k", "f", H, T0, DAY) == Replay(b"done")
 
 
 async def test_purge_deletes_only_expired_records(store: IdempotencyStore) -> None:
-    await store.claim("staff:a old", "f", T0, DAY)
-    await store.complete("staff:a old", b"old")
-    await store.claim("staff:a new", "f", T0 + timedelta(hours=12), DAY)
-    await store.complete("staff:a new", b"new")
+    await store.claim("staff:a old", "f", H, T0, DAY)
+    await store.complete("staff:a old", H, b"old")
+    await store.claim("staff:a new", "f", H, T0 + timedelta(hours=12), DAY)
+    await store.complete("staff:a new", H, b"new")
 
     await store.purge(T0 + DAY)
 
-    assert await store.claim("staff:a new", "f", T0 + DAY, DAY) == Replay(b"new")
-    assert await store.claim("staff:a old", "g", T0 + DAY, DAY) == Claimed()
+    assert await store.claim("staff:a new", "f", H, T0 + DAY, DAY) == Replay(b"new")
+    assert await store.claim("staff:a old", "g", H, T0 + DAY, DAY) == Claimed()
 
 
 # --- keys, scopes, fingerprints ------------------------------------------------------------
@@ -260,3 +304,138 @@ async def test_an_unknown_outcome_hands_its_reserved_ids_to_the_retry(store: Ide
     await run(idempotency, effects)
 
     assert effects.reserved == [(77,)]
+
+
+# --- an attempt that dies frees its key; a live one keeps it -------------------------------
+
+
+class FaultyStore:
+    """A store whose calls reach the real one and then fail as a database can: `lost` names
+    the calls whose reply is lost after they took effect (ConnectionFailure), `hung` those
+    whose reply never comes; `down` the calls that never get through."""
+
+    def __init__(self, store: IdempotencyStore) -> None:
+        self.store = store
+        self.lost: set[str] = set()
+        self.hung: set[str] = set()
+        self.down: set[str] = set()
+        self.hanging = asyncio.Event()
+        """Set once a hung call took effect."""
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self.store, name)
+
+        async def call(*args: Any) -> Any:
+            if name in self.down:
+                raise ConnectionFailure(f"{name}: the database is gone")
+            result = await real(*args)
+            if name in self.hung:
+                self.hanging.set()
+                await asyncio.Event().wait()
+            if name in self.lost:
+                raise ConnectionFailure(f"{name}: the reply was lost")
+            return result
+
+        return call
+
+
+async def run_on(idempotency: Idempotency, execute: Any) -> tuple[Any, bool]:
+    return await idempotency.run(
+        key="k", caller=STAFF, fingerprint="f", response_type=caller_pb2.Caller, execute=execute
+    )
+
+
+async def test_an_attempt_cancelled_during_its_claim_frees_the_key_at_once(store: IdempotencyStore) -> None:
+    faulty, clock, effects = FaultyStore(store), Clock(), Effects()
+    faulty.hung.add("claim")  # the insert lands, the reply never comes: the caller gives up
+    attempt = asyncio.create_task(run_on(Idempotency(faulty, clock=clock), effects.once))
+    await faulty.hanging.wait()
+    attempt.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await attempt
+
+    assert await run(Idempotency(store, clock=clock), effects) == (caller_pb2.Caller(user_id=1), False)
+
+
+async def test_an_insert_whose_reply_was_lost_frees_the_key_at_once(store: IdempotencyStore) -> None:
+    faulty, clock, effects = FaultyStore(store), Clock(), Effects()
+    faulty.lost.add("claim")
+
+    with pytest.raises(ConnectionFailure):
+        await run_on(Idempotency(faulty, clock=clock), effects.once)
+
+    assert await run(Idempotency(store, clock=clock), effects) == (caller_pb2.Caller(user_id=1), False)
+
+
+async def test_a_lost_database_during_the_abandon_blocks_the_key_one_lease(store: IdempotencyStore) -> None:
+    faulty, clock, effects = FaultyStore(store), Clock(), Effects()
+    faulty.down.add("abandon")
+
+    async def lost(reservation: Reservation) -> caller_pb2.Caller:
+        await reservation.reserve((77,))
+        raise Unavailable("the database is unavailable")
+
+    with pytest.raises(Unavailable):
+        await run_on(Idempotency(faulty, clock=clock), lost)
+
+    with pytest.raises(Aborted, match=IN_PROGRESS):
+        await run(Idempotency(store, clock=clock), effects)
+    clock.now = T0 + LEASE
+    await run(Idempotency(store, clock=clock), effects)
+    assert effects.reserved == [(77,)]
+
+
+async def test_a_lost_reply_of_the_completion_hands_the_retry_its_ids(store: IdempotencyStore) -> None:
+    faulty, clock, effects = FaultyStore(store), Clock(), Effects()
+    faulty.down.add("complete")
+
+    with pytest.raises(ConnectionFailure):
+        await run_on(Idempotency(faulty, clock=clock), effects.once)
+
+    assert await run(Idempotency(store, clock=clock), effects) == (caller_pb2.Caller(user_id=2), False)
+    assert effects.reserved == [(), (100,)]
+
+
+async def test_a_running_attempt_keeps_its_key_for_as_long_as_it_runs(store: IdempotencyStore) -> None:
+    idempotency, effects = Idempotency(store), Effects()  # the real clock: renewals run on it
+    release = asyncio.Event()
+
+    async def slow(reservation: Reservation) -> caller_pb2.Caller:
+        await release.wait()
+        return await effects.once(reservation)
+
+    attempt = asyncio.create_task(run_on(idempotency, slow))
+    for _ in range(6):  # three leases
+        await asyncio.sleep(LEASE_SECONDS / 2)
+        with pytest.raises(Aborted, match=IN_PROGRESS):
+            await run(idempotency, effects)
+    release.set()
+
+    assert await attempt == (caller_pb2.Caller(user_id=1), False)
+    assert await run(idempotency, effects) == (caller_pb2.Caller(user_id=1), True)
+
+
+async def test_an_attempt_taken_over_cannot_take_effect(store: IdempotencyStore) -> None:
+    faulty, clock, effects = FaultyStore(store), Clock(), Effects()
+    faulty.down.add("renew")  # its renewals never get through: the lease runs out while it runs
+    taken_over = asyncio.Event()
+
+    async def stalled(reservation: Reservation) -> caller_pb2.Caller:
+        await taken_over.wait()
+        return await effects.once(reservation)
+
+    first = asyncio.create_task(run_on(Idempotency(faulty, clock=clock), stalled))
+    await asyncio.sleep(0)
+    clock.now = T0 + LEASE
+    assert await run(Idempotency(store, clock=clock), effects) == (caller_pb2.Caller(user_id=1), False)
+    taken_over.set()
+
+    with pytest.raises(Aborted, match=TAKEN_OVER):
+        await first
+    assert effects.count == 1
+
+
+def test_the_readme_states_the_lease_and_its_renewal() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert f"a {LEASE_SECONDS:g} s lease" in readme
+    assert f"renews every {RENEW_INTERVAL_SECONDS:g} s" in readme

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import math
+
 import grpc
 import pytest
 
-from petstore_gateway.errors import api_error_from_rpc, http_status_for
+from petstore_common.idempotency import LEASE_SECONDS
+from petstore_gateway.errors import UNAVAILABLE_RETRY_AFTER, api_error_from_rpc, http_status_for
 
 
 @pytest.mark.parametrize(
@@ -57,3 +60,22 @@ def test_a_service_out_of_capacity_says_when_to_retry() -> None:
     error = api_error_from_rpc(grpc.StatusCode.RESOURCE_EXHAUSTED, "Concurrent RPC limit exceeded!", "pet")
     assert (error.status, error.headers) == (429, {"Retry-After": "1"})
     assert api_error_from_rpc(grpc.StatusCode.NOT_FOUND, "pet 1 not found", "pet").headers == {}
+
+
+def test_unavailable_and_a_running_twin_say_when_to_retry() -> None:
+    for code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
+        error = api_error_from_rpc(code, "", "pet")
+        assert (error.status, error.headers) == (503, {"Retry-After": UNAVAILABLE_RETRY_AFTER}), code
+    running = api_error_from_rpc(grpc.StatusCode.ABORTED, "still being processed", "pet")
+    assert (running.status, running.headers) == (409, {"Retry-After": str(math.ceil(LEASE_SECONDS))})
+    # A conflict that waiting does not change tells no time to wait.
+    assert api_error_from_rpc(grpc.StatusCode.ALREADY_EXISTS, "pet 1 exists", "pet").headers == {}
+    assert api_error_from_rpc(grpc.StatusCode.FAILED_PRECONDITION, "delivered", "order").headers == {}
+
+
+@pytest.mark.parametrize(("sent", "header"), [("17", "17"), ("soon", "1"), (None, "1")])
+def test_a_429_carries_the_services_own_wait_when_it_is_a_number(sent: str | None, header: str) -> None:
+    error = api_error_from_rpc(
+        grpc.StatusCode.RESOURCE_EXHAUSTED, "too many wrong passwords", "user", retry_after=sent
+    )
+    assert (error.status, error.headers) == (429, {"Retry-After": header})

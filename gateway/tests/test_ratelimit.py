@@ -208,29 +208,114 @@ async def test_x_forwarded_for_is_ignored_from_an_untrusted_peer(limited: Client
     assert (await limited.get("/v2/pet/abc", headers={"X-Forwarded-For": "198.51.100.9"})).status == 429
 
 
-async def test_logins_are_limited_per_username(
+async def test_logins_are_limited_per_address_across_usernames(
     limited_settings: GatewaySettings, backend: FakeBackend
 ) -> None:
-    add_user(backend, "ann", 1)
-    add_user(backend, "bob", 2)
+    for user_id, name in enumerate(("ann", "bob", "cat", "dan"), start=1):
+        add_user(backend, name, user_id)
     clients = ServiceClients.connect(
         pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
     )
-    # A roomy per-client limit, so only the login limit (2 a minute) can refuse.
-    roomy = replace(limited_settings, rate_limit_per_second=100, rate_limit_burst=100)
+    # A roomy per-client limit, so only the login limit (2 a minute) can refuse; the test
+    # client connects from 127.0.0.1, here the ingress, so each forwarded address is a client.
+    roomy = replace(
+        limited_settings,
+        rate_limit_per_second=100,
+        rate_limit_burst=100,
+        trusted_proxies=parse_networks(["127.0.0.1"]),
+    )
+    guesser, owner = {"X-Forwarded-For": "198.51.100.1"}, {"X-Forwarded-For": "198.51.100.2"}
     async for client in serve_gateway(roomy, clients):
-        for _ in range(2):
-            response = await client.get("/v2/user/login", params={"username": "ann", "password": "wrong"})
+        for name in ("ann", "bob"):  # one guess at each of many usernames
+            response = await client.get(
+                "/v2/user/login", params={"username": name, "password": "wrong"}, headers=guesser
+            )
             assert response.status == 400
-        refused = await client.get("/v2/user/login", params={"username": "ann", "password": PASSWORD})
+        refused = await client.get(
+            "/v2/user/login", params={"username": "cat", "password": PASSWORD}, headers=guesser
+        )
         status, message = await error_of(Wire.JSON, refused)
-        assert (status, message) == (429, "too many login attempts for this user; retry after 30 s")
+        assert (status, message) == (429, "too many login attempts from this address; retry after 30 s")
         assert refused.headers["Retry-After"] == "30"
-        other = await client.get("/v2/user/login", params={"username": "bob", "password": PASSWORD})
+        # Without a password it is no guess: refused as such, spending nothing.
+        for _ in range(5):
+            bare = await client.get("/v2/user/login", params={"username": "dan"}, headers=owner)
+            assert await error_of(Wire.JSON, bare) == (400, "password is required")
+        other = await client.get(
+            "/v2/user/login", params={"username": "dan", "password": PASSWORD}, headers=owner
+        )
         assert other.status == 200
         assert other.headers["X-Rate-Limit"] == "120"
         metrics = await (await client.get("/metrics")).text()
         assert 'gateway_rate_limited_total{limit="login"} 1.0' in metrics
+
+
+async def test_sign_ups_are_limited_per_address_but_not_for_staff(
+    limited_settings: GatewaySettings, backend: FakeBackend
+) -> None:
+    clients = ServiceClients.connect(
+        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
+    )
+    two_an_hour = replace(
+        limited_settings, rate_limit_per_second=100, rate_limit_burst=100, signup_rate_limit_per_hour=2
+    )
+    async for client in serve_gateway(two_an_hour, clients):
+        for n in range(2):
+            response = await client.post(
+                "/v2/user", json={"username": f"u{n}", "email": "u@example.com", "password": PASSWORD}
+            )
+            assert response.status == 200
+        refused = await client.post(
+            "/v2/user", json={"username": "u9", "email": "u@example.com", "password": PASSWORD}
+        )
+        assert await error_of(Wire.JSON, refused) == (
+            429,
+            "too many sign-ups from this address; retry after 1800 s",
+        )
+        assert refused.headers["Retry-After"] == "1800"
+        staff = await client.post(
+            "/v2/user",
+            json={"username": "u8", "email": "u@example.com", "password": PASSWORD},
+            headers={"api_key": STATIC_KEY},
+        )
+        assert staff.status == 200
+
+
+async def test_every_session_of_a_customer_spends_one_budget(
+    limited_settings: GatewaySettings, backend: FakeBackend
+) -> None:
+    clients = ServiceClients.connect(
+        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
+    )
+    add_user(backend, "ann", 1)
+    first, second = backend.user.open_session(1, "ann"), backend.user.open_session(1, "ann")
+    behind_proxy = replace(limited_settings, trusted_proxies=parse_networks(["127.0.0.1"]))
+    async for client in serve_gateway(behind_proxy, clients):
+        for token, address in ((first, "198.51.100.1"), (second, "198.51.100.2")):
+            headers = {"api_key": token, "X-Forwarded-For": address}
+            assert (await client.get("/v2/pet/abc", headers=headers)).status == 400
+        # Burst 2 spent by two sessions from two addresses: a third session buys nothing.
+        third = {"api_key": backend.user.open_session(1, "ann"), "X-Forwarded-For": "198.51.100.3"}
+        assert (await client.get("/v2/pet/abc", headers=third)).status == 429
+        # The address itself still has its own budget.
+        assert (await client.get("/v2/pet/abc", headers={"X-Forwarded-For": "198.51.100.3"})).status == 400
+
+
+async def test_an_ended_session_spends_its_address_budget(
+    limited_settings: GatewaySettings, backend: FakeBackend
+) -> None:
+    clients = ServiceClients.connect(
+        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
+    )
+    add_user(backend, "ann", 1)
+    stale = backend.user.open_session(1, "ann")
+    backend.user.sessions.clear()  # logged out, password changed or account deleted
+    async for client in serve_gateway(limited_settings, clients):
+        for _ in range(2):
+            assert (await client.get("/v2/pet/abc")).status == 400  # the address's burst
+        assert (await client.get("/v2/pet/abc", headers={"api_key": stale})).status == 429
+        fresh = backend.user.open_session(1, "ann")
+        assert (await client.get("/v2/pet/abc", headers={"api_key": fresh})).status == 400
 
 
 async def test_with_both_limits_off_login_sends_no_allowance(

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from pathlib import Path
 
 from aiohttp import web
 from aiohttp.http_exceptions import LineTooLong
 from aiohttp.test_utils import TestClient, TestServer
 
-from petstore_gateway.serving import InFlight, MalformedRequestLogFilter
+from petstore_gateway.errors import IN_PROGRESS_RETRY_AFTER, UNAVAILABLE_RETRY_AFTER
+from petstore_gateway.serving import DRAIN_NOTICE_SECONDS, InFlight, MalformedRequestLogFilter
 
 
 async def test_idle_waits_for_the_request_being_handled() -> None:
@@ -76,3 +78,27 @@ def test_other_errors_keep_their_level_and_traceback() -> None:
     assert MalformedRequestLogFilter().filter(record)
     assert record.levelno == logging.ERROR
     assert record.exc_info is not None
+
+
+def test_the_readme_states_the_drain_notice_and_the_retry_after() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert f"after a {DRAIN_NOTICE_SECONDS:g} s notice" in readme
+    assert f"`Retry-After: {UNAVAILABLE_RETRY_AFTER}`" in readme
+    assert f"`Retry-After: {IN_PROGRESS_RETRY_AFTER}`" in readme
+
+
+async def test_answers_during_the_drain_close_their_connection_and_say_so() -> None:
+    in_flight = InFlight()
+    app = web.Application(middlewares=[in_flight.middleware])
+    app.on_response_prepare.append(in_flight.on_response_prepare)
+
+    async def hello(request: web.Request) -> web.Response:
+        return web.Response(text="hi")
+
+    app.router.add_get("/", hello)
+    async with TestClient(TestServer(app)) as client:
+        before = await client.get("/")
+        assert before.headers.get("Connection") != "close"
+        in_flight.draining = True
+        during = await client.get("/")
+        assert (during.status, during.headers.get("Connection")) == (200, "close")

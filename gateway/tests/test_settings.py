@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from petstore_common.settings import SettingsError
@@ -115,3 +117,14 @@ def test_public_base_url_is_an_http_url_without_a_trailing_slash(value: str, sto
 def test_a_bad_public_base_url_refuses_to_start(value: str) -> None:
     with pytest.raises(SettingsError, match="PUBLIC_BASE_URL"):
         GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": SECRET, "PUBLIC_BASE_URL": value})
+
+
+def test_sign_ups_default_to_20_an_hour_per_address_as_the_readme_says() -> None:
+    defaults = GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": SECRET})
+    off = GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": SECRET, "SIGNUP_RATE_LIMIT_PER_HOUR": "0"})
+    assert (defaults.signup_rate_limit_per_hour, off.signup_rate_limit_per_hour) == (20, 0)
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    per_hour = defaults.signup_rate_limit_per_hour
+    assert f"| `SIGNUP_RATE_LIMIT_PER_HOUR` | gateway | {per_hour} |" in readme
+    assert f"`SIGNUP_RATE_LIMIT_PER_HOUR` ({per_hour})" in readme
+    assert f"`LOGIN_RATE_LIMIT_PER_MINUTE` ({defaults.login_rate_limit_per_minute})" in readme

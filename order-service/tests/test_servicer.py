@@ -252,6 +252,20 @@ async def test_a_customers_order_is_its_own_whatever_owner_the_request_names(
     assert await get(stub, created.id, ANN) == created
 
 
+async def test_a_customer_cannot_choose_an_order_id_nor_learn_whose_are_taken(
+    stub: OrderServiceAsyncStub, pet_id: int
+) -> None:
+    bobs = await create(stub, order_pb2.Order(pet_id=pet_id, quantity=1), BOB)
+
+    # Bob's id and a free one are answered alike: a new order under an id the store draws.
+    for sent in (bobs.id, 4242):
+        created = await create(stub, order_pb2.Order(id=sent, pet_id=pet_id, quantity=1), ANN)
+        assert created.id not in (bobs.id, 4242)
+        assert created.owner_user_id == ANN.user_id
+    assert await get(stub, bobs.id, BOB) == bobs
+    assert (await create(stub, a_full_order(pet_id, id=4242))).id == 4242  # staff may choose
+
+
 async def test_a_staff_order_belongs_to_nobody(stub: OrderServiceAsyncStub, pet_id: int) -> None:
     created = await create(stub, order_pb2.Order(pet_id=pet_id, quantity=1, owner_user_id=ANN.user_id))
 

@@ -35,7 +35,12 @@ from tests.e2e.control import (
 )
 
 STATIC_KEY = "e2e-static-key-0123456789"
-E2E_ENV = {"RATE_LIMIT_PER_SECOND": "1000", "RATE_LIMIT_BURST": "2000"}
+E2E_ENV = {
+    "RATE_LIMIT_PER_SECOND": "1000",
+    "RATE_LIMIT_BURST": "2000",
+    "LOGIN_RATE_LIMIT_PER_MINUTE": "1000",
+    "SIGNUP_RATE_LIMIT_PER_HOUR": "100000",
+}
 """The suite comes from one address with one key: rate limits roomy enough not to get in its way."""
 REPO_ROOT = Path(__file__).resolve().parents[2]
 E2E_MODE = os.environ.get("PETSTORE_E2E_MODE", "process")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -19,8 +19,9 @@ class Request:
     name: str
     method: str
     url: str
-    body: dict[str, Any] | None = None
+    body: Any = None
     api_key: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class Outcome:
     """None when no HTTP answer came back (connection refused or cut)"""
     body: Any = None
     failure: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def is_error_body(self) -> bool:
@@ -75,7 +77,7 @@ class SteadyLoad:
 
 
 async def send(session: ClientSession, request: Request) -> Outcome:
-    headers = {"Accept": "application/json"}
+    headers = {"Accept": "application/json", **dict(request.headers)}
     if request.api_key:
         headers["api_key"] = request.api_key
     started = time.monotonic()
@@ -83,13 +85,14 @@ async def send(session: ClientSession, request: Request) -> Outcome:
         async with session.request(request.method, request.url, json=request.body, headers=headers) as reply:
             text = await reply.text()
             status = reply.status
+            reply_headers = dict(reply.headers)
     except (TimeoutError, ClientError) as exc:
         return Outcome(request.name, started, time.monotonic() - started, None, failure=type(exc).__name__)
     try:
         body = json.loads(text)
     except ValueError:
         body = text
-    return Outcome(request.name, started, time.monotonic() - started, status, body)
+    return Outcome(request.name, started, time.monotonic() - started, status, body, headers=reply_headers)
 
 
 async def wait_for(session: ClientSession, request: Request, status: int, within: float) -> float:

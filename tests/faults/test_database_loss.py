@@ -1,10 +1,14 @@
 """SIGKILL the database server under steady load and start it again on the same data: the
 services answer 503 quickly while it is gone, recover by themselves, and every write that
-was answered 200 is still there afterwards."""
+was answered 200 is still there afterwards. Readiness names every service that lost it within a
+second, and routing follows it back. An Idempotency-Key whose attempt died with the database
+(frozen with SIGSTOP, or killed) at its claim, its work or its abandon is free again within a
+second of the database answering, and its retry has exactly one effect."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import signal
 import subprocess
 import time
@@ -20,7 +24,7 @@ from petstore_devstack.ferretdb import launch_ferretdb
 from petstore_devstack.ports import free_port, wait_for_port
 from petstore_devstack.stack import Stack
 from tests.faults.conftest import FAULT_ENV, STATIC_KEY, running_stack
-from tests.faults.load import Request, SteadyLoad, send, wait_for
+from tests.faults.load import Outcome, Request, SteadyLoad, send, wait_for
 
 # The database is this test's own FerretDB (built by `make test` before pytest runs), which
 # it kills: a server given by MONGODB_URI is not ours to kill.
@@ -49,6 +53,16 @@ class Database:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGKILL)
             self.process.wait()
+
+    def freeze(self) -> None:
+        """SIGSTOP: connections stay open and nothing is answered, as a hung server."""
+        assert self.process is not None
+        assert self.process.poll() is None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
 
     @property
     def uri(self) -> str:
@@ -114,3 +128,219 @@ async def test_database_killed_and_restarted(
     for pet_id in acknowledged:
         reply = await send(session, Request("read back", "GET", f"{base}/pet/{pet_id}"))
         assert reply.status == 200, (pet_id, reply)
+
+
+# --- readiness -------------------------------------------------------------------------------
+
+READINESS_LAG_SECONDS = 1.0
+"""Readiness and routing follow a service's health within this."""
+
+
+async def test_readiness_and_routing_follow_the_database(
+    stack: Stack, database: Database, session: ClientSession
+) -> None:
+    base = stack.base_url
+    readyz = Request("readyz", "GET", base.removesuffix("/v2") + "/readyz")
+    pet = await send(
+        session, Request("pet", "POST", f"{base}/pet", {"name": "Rex", "photoUrls": []}, STATIC_KEY)
+    )
+    order = await send(
+        session, Request("order", "POST", f"{base}/store/order", {"petId": pet.body["id"]}, STATIC_KEY)
+    )
+    user = await send(
+        session,
+        Request(
+            "user",
+            "POST",
+            f"{base}/user",
+            {"username": "ada", "email": "ada@example.com", "password": "pass-1234"},
+        ),
+    )
+    assert (pet.status, order.status, user.status) == (200, 200, 200), (pet, order, user)
+    probes = {
+        "pet": Request("pet", "GET", f"{base}/pet/{pet.body['id']}"),
+        "order": Request("order", "GET", f"{base}/store/order/{order.body['id']}", api_key=STATIC_KEY),
+        "user": Request("user", "GET", f"{base}/user/ada"),
+    }
+
+    async def watch(until_status: int, within: float) -> tuple[dict[str, float], dict[str, float]]:
+        """Until every probe answered `until_status` and /readyz agreed: when each probe first
+        did, and when /readyz first named (503) or stopped naming (200) its service (times of
+        the answers; each polled on its own every 50 ms)."""
+        answered: dict[str, float] = {}
+        readiness: dict[str, float] = {}
+        deadline = time.monotonic() + within
+
+        async def poll(name: str, request: Request) -> None:
+            while name not in answered:
+                assert time.monotonic() < deadline, (name, answered, readiness)
+                reply = await send(session, request)
+                if reply.status == until_status:
+                    answered[name] = reply.started + reply.elapsed
+                await asyncio.sleep(0.05)
+
+        async def poll_readiness() -> None:
+            while len(readiness) < len(probes):
+                assert time.monotonic() < deadline, (answered, readiness)
+                ready = await send(session, readyz)
+                for name in probes:
+                    named = isinstance(ready.body, dict) and name in str(ready.body.get("message"))
+                    if named == (until_status == 503):
+                        readiness.setdefault(name, ready.started + ready.elapsed)
+                await asyncio.sleep(0.05)
+
+        await asyncio.gather(poll_readiness(), *(poll(name, request) for name, request in probes.items()))
+        return answered, readiness
+
+    await asyncio.to_thread(database.kill)
+    failing, named = await watch(503, within=10)
+    for name in probes:  # /readyz names each service within a second of its first 503
+        assert named[name] - failing[name] < READINESS_LAG_SECONDS, (name, failing, named)
+    final = await send(session, readyz)
+    assert (final.status, final.headers.get("Retry-After")) == (503, "1"), final
+    assert all(name in final.body["message"] for name in probes), final.body
+
+    await asyncio.to_thread(database.start)
+    serving, unnamed = await watch(200, within=RECOVERY_SECONDS)
+    for name in probes:  # calls reach a service within a second of its health coming back
+        assert serving[name] - unnamed[name] < READINESS_LAG_SECONDS, (name, serving, unnamed)
+
+
+# --- Idempotency-Keys of attempts that died with the database --------------------------------
+
+FREE_WITHIN_SECONDS = 1.0
+"""A key whose attempt died is free again this long after the database answers at most."""
+
+
+def keyed(request: Request, key: str) -> Request:
+    return dataclasses.replace(request, headers=(("Idempotency-Key", key),))
+
+
+async def retry_until_done(session: ClientSession, request: Request, within: float) -> list[Outcome]:
+    """Send `request` again and again (as a client with a retry budget would) until it is 200."""
+    outcomes: list[Outcome] = []
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        outcome = await send(session, request)
+        outcomes.append(outcome)
+        assert outcome.status in (200, 409, 503), outcome
+        if outcome.status in (409, 503):
+            assert outcome.headers.get("Retry-After") == "1", outcome
+        if outcome.status == 200:
+            return outcomes
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{request.name} not 200 within {within}s: {outcomes[-5:]}")
+
+
+def blocked_after(outcomes: list[Outcome], moment: float) -> float:
+    """How long after `moment` the key still answered 409 (0 when it never did after it)."""
+    return max((o.started - moment for o in outcomes if o.status == 409), default=0.0)
+
+
+async def pets_named(session: ClientSession, base: str, name: str) -> int:
+    found = await send(
+        session, Request("find", "GET", f"{base}/pet/findByStatus?status=available&limit=1000")
+    )
+    assert found.status == 200, found
+    return sum(1 for pet in found.body if pet["name"] == name)
+
+
+async def warm_up(session: ClientSession, base: str) -> None:
+    """One keyed create first, so the pet service's periodic purge of records is not due and
+    the next claim is the first thing to meet the database."""
+    warm = Request("warm", "POST", f"{base}/pet", {"name": "warm", "photoUrls": []}, STATIC_KEY)
+    reply = await send(session, keyed(warm, "warm-up"))
+    assert reply.status == 200, reply
+
+
+async def test_a_key_whose_claim_met_a_frozen_database_is_free_when_it_answers(
+    stack: Stack, database: Database, session: ClientSession
+) -> None:
+    base = stack.base_url
+    await warm_up(session, base)
+    create = keyed(
+        Request(
+            "create",
+            "POST",
+            f"{base}/pet",
+            {"name": "Frozen", "photoUrls": [], "status": "available"},
+            STATIC_KEY,
+        ),
+        "frozen-claim",
+    )
+    database.freeze()
+    try:
+        died = await send(session, create)  # the claim's insert waits on the frozen database
+        # Cancelled at the gateway's deadline.
+        assert (died.status, died.headers.get("Retry-After")) == (503, "1"), died
+        await asyncio.sleep(0.5)
+    finally:
+        database.thaw()
+    thawed = time.monotonic()
+
+    outcomes = await retry_until_done(session, create, within=RECOVERY_SECONDS)
+    assert blocked_after(outcomes, thawed) < FREE_WITHIN_SECONDS, outcomes
+    assert await pets_named(session, base, "Frozen") == 1
+    assert (await send(session, create)).headers.get("Idempotent-Replayed") == "true"
+
+
+async def test_a_key_whose_claim_met_a_killed_database_is_free_when_it_is_back(
+    stack: Stack, database: Database, session: ClientSession
+) -> None:
+    base = stack.base_url
+    await warm_up(session, base)
+    create = keyed(
+        Request(
+            "create",
+            "POST",
+            f"{base}/pet",
+            {"name": "Lost", "photoUrls": [], "status": "available"},
+            STATIC_KEY,
+        ),
+        "killed-claim",
+    )
+    database.freeze()
+    attempt = asyncio.create_task(send(session, create))  # its insert waits on the frozen database
+    await asyncio.sleep(0.5)
+    await asyncio.to_thread(database.kill)  # the insert is lost, and so is the abandon
+    died = await attempt
+    assert died.status == 503, died
+    await asyncio.to_thread(database.start)
+    back = time.monotonic()
+
+    outcomes = await retry_until_done(session, create, within=RECOVERY_SECONDS)
+    assert blocked_after(outcomes, back) < FREE_WITHIN_SECONDS, outcomes
+    assert await pets_named(session, base, "Lost") == 1
+
+
+async def test_a_key_whose_work_and_abandon_met_a_killed_database_is_free_when_it_is_back(
+    stack: Stack, database: Database, session: ClientSession
+) -> None:
+    base = stack.base_url
+    pet = await send(
+        session, Request("pet", "POST", f"{base}/pet", {"name": "Rex", "photoUrls": []}, STATIC_KEY)
+    )
+    assert pet.status == 200, pet
+    create = keyed(
+        Request("order", "POST", f"{base}/store/order", {"petId": pet.body["id"]}, STATIC_KEY), "killed-work"
+    )
+    stack.signal("pet", signal.SIGSTOP)  # the order's look-up of its pet hangs: the attempt is at work
+    try:
+        attempt = asyncio.create_task(send(session, create))
+        await asyncio.sleep(0.3)
+        twin = await send(session, create)
+        assert twin.status == 409, twin  # the claim is in, and its lease is held
+        await asyncio.to_thread(database.kill)
+        died = await attempt
+        assert died.status == 503, died  # its work, and then its abandon, found no database
+    finally:
+        stack.signal("pet", signal.SIGCONT)
+    await asyncio.to_thread(database.start)
+    back = time.monotonic()
+
+    outcomes = await retry_until_done(session, create, within=RECOVERY_SECONDS)
+    assert blocked_after(outcomes, back) < FREE_WITHIN_SECONDS, outcomes
+    order_id = outcomes[-1].body["id"]
+    replay = await send(session, create)
+    assert (replay.status, replay.headers.get("Idempotent-Replayed")) == (200, "true"), replay
+    assert replay.body["id"] == order_id

@@ -1,6 +1,6 @@
 """SIGTERM during load: a service stopping lets in-flight calls finish and new requests get
 503 (never a cut-off answer); the gateway stopping finishes the request it is reading, then
-refuses new connections."""
+refuses new connections, and drains keep-alive clients without cutting a request."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from aiohttp import ClientSession
+from aiohttp import ClientSession, ClientTimeout
 
 from petstore_devstack.stack import Stack
-from tests.faults.conftest import STATIC_KEY, running_stack
+from tests.faults.conftest import FAULT_ENV, STATIC_KEY, running_stack
 from tests.faults.load import Request, SteadyLoad, send
 
 
@@ -74,3 +74,45 @@ async def test_sigterm_to_the_gateway_finishes_the_request_in_flight(stack: Stac
     gateway = stack.processes["gateway"].process
     assert gateway is not None
     assert await asyncio.to_thread(gateway.wait, 10) == 0
+
+
+NEVER_SENT = "ClientConnectorError"
+"""A request refused at connect (the listener closed): it never reached the gateway."""
+
+
+async def test_sigterm_to_the_gateway_drains_keep_alive_clients_under_load(stack: Stack) -> None:
+    base = stack.base_url
+    # Keep-alive connections (aiohttp's default pool), as real clients use: the drain must tell
+    # them to stop reusing their connections, not cut requests on them.
+    async with ClientSession(timeout=ClientTimeout(total=10)) as session:
+        created = await send(
+            session, Request("create", "POST", f"{base}/pet", {"name": "Rex", "photoUrls": []}, STATIC_KEY)
+        )
+        assert created.status == 200, created
+        requests = [
+            Request("get pet", "GET", f"{base}/pet/{created.body['id']}"),
+            # POSTs are never resent by the client, so a cut one cannot hide behind a retry.
+            Request("create", "POST", f"{base}/pet", {"name": "Max", "photoUrls": []}, STATIC_KEY),
+        ]
+        gateway = stack.processes["gateway"].process
+        assert gateway is not None
+        # Enough clients that some request is always in flight: the drain must end anyway.
+        async with SteadyLoad(session, requests, workers=16, pause_seconds=0) as load:
+            await asyncio.sleep(1.0)
+            stack.signal("gateway", signal.SIGTERM)
+            signalled = time.monotonic()
+            code = await asyncio.to_thread(gateway.wait, 10)
+            exited = time.monotonic() - signalled
+            await asyncio.sleep(0.2)
+
+    outcomes = load.outcomes
+    answered = [o for o in outcomes if o.status is not None]
+    cut = [o for o in outcomes if o.status is None and o.failure != NEVER_SENT]
+    assert not cut, [(o.request, round(o.started - signalled, 3), o.failure) for o in cut]
+    assert {o.status for o in answered} == {200}, [o for o in answered if o.status != 200]
+    assert len(load.between(signalled - 1.0, signalled)) > 50  # it was under load
+    # Nothing new was taken on: what came after the signal found the listener closed.
+    late = [o for o in answered if o.started > signalled + 0.5]
+    assert not late, [(o.request, round(o.started - signalled, 3)) for o in late]
+    assert code == 0
+    assert exited < float(FAULT_ENV["GRACE_SECONDS"]) / 2, exited  # well inside the grace period

@@ -10,6 +10,7 @@ import pytest
 from argon2 import Parameters, PasswordHasher, Type, extract_parameters
 
 from petstore_common.errors import InvalidArgument
+from petstore_user.common_passwords import common_passwords, is_common
 from petstore_user.passwords import PARAMETERS, Passwords, check_password, map_hash_memory_directly
 
 CHEAP = Parameters(
@@ -86,18 +87,45 @@ async def test_hashing_runs_off_the_event_loop_on_a_bounded_pool(monkeypatch: py
     assert all(name.startswith("argon2") for name in seen)
 
 
-@pytest.mark.parametrize("password", ["p", "p" * 128, "ünïcødé and spaces", "\x00\n"])
-def test_any_password_of_1_to_128_characters_is_accepted(password: str) -> None:
-    check_password(password)
+@pytest.mark.parametrize("password", ["p" * 8, "p" * 128, "ünïcødé and spaces", "\x00\n" * 4, "Tr0ub4dor&3"])
+def test_any_uncommon_password_of_8_to_128_characters_is_accepted(password: str) -> None:
+    check_password(password, username="ann")
 
 
 @pytest.mark.parametrize(
     ("password", "message"),
-    [("", "password is required"), ("p" * 129, "password must be at most 128 characters")],
+    [
+        ("", "password is required"),
+        ("p" * 7, "password must be at least 8 characters"),
+        ("ünïcødé", "password must be at least 8 characters"),  # characters, not bytes
+        ("p" * 129, "password must be at most 128 characters"),
+    ],
 )
-def test_an_empty_or_long_password_is_invalid(password: str, message: str) -> None:
+def test_an_empty_short_or_long_password_is_invalid(password: str, message: str) -> None:
     with pytest.raises(InvalidArgument, match=rf"^{message}$"):
         check_password(password)
+
+
+COMMON = ["password", "12345678", "iloveyou", "PassWord1", "QWERTYUIOP", "baseball"]
+
+
+@pytest.mark.parametrize("password", COMMON)
+def test_a_common_password_is_refused_whatever_its_case(password: str) -> None:
+    message = "password is one of the most common passwords: choose another"
+    with pytest.raises(InvalidArgument, match=rf"^{message}$"):
+        check_password(password)
+
+
+def test_the_common_list_is_the_shipped_one_in_full() -> None:
+    listed = common_passwords()
+    assert len(listed) == 30_000
+    assert is_common("dragon")
+    assert not is_common("correct horse battery staple")
+
+
+def test_the_username_is_no_password() -> None:
+    with pytest.raises(InvalidArgument, match=r"^password must not be the username$"):
+        check_password("Ann.Lee-1987", username="ann.lee-1987")
 
 
 def test_hash_memory_can_be_mapped_directly_on_this_c_library() -> None:

@@ -17,6 +17,7 @@ from petstore_user.service import SERVICE_NAME, user_service
 from petstore_user.sessions import SessionTokens
 from petstore_user.storage.documents import Document
 
+PASSWORD = "a secret of some length"
 SECRET = "test-session-secret-" + "s" * 32
 TOKENS = SessionTokens(SECRET, 60)
 
@@ -67,10 +68,10 @@ async def test_on_mongodb_users_sign_up_log_in_and_out(mongodb_uri: str, mongo_d
                 stub = user_service_pb2_grpc.UserServiceStub(channel)
                 user = user_pb2.User(username="ann", email="ann@example.com")
                 created = await stub.CreateUser(
-                    user_service_pb2.CreateUserRequest(user=user, password="pw"), timeout=5
+                    user_service_pb2.CreateUserRequest(user=user, password=PASSWORD), timeout=5
                 )
                 login = await stub.Login(
-                    user_service_pb2.LoginRequest(username="ann", password="pw"), timeout=5
+                    user_service_pb2.LoginRequest(username="ann", password=PASSWORD), timeout=5
                 )
                 session_id = jwt.decode(login.session_token, SECRET, algorithms=["HS256"])["jti"]
                 check = user_service_pb2.CheckSessionRequest(session_id=session_id)

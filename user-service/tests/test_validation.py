@@ -10,7 +10,7 @@ from petstore.user.v1 import user_pb2, user_service_pb2
 from petstore_common.errors import InvalidArgument
 from petstore_user import validation
 
-PASSWORD = "pw"
+PASSWORD = "a secret of some length"
 
 
 def a_user(**fields: object) -> user_pb2.User:

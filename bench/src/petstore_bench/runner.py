@@ -40,7 +40,7 @@ RATE_LIMITS_OUT_OF_REACH = {
     "RATE_LIMIT_BURST": OUT_OF_REACH,
     "LOGIN_RATE_LIMIT_PER_MINUTE": OUT_OF_REACH,
 }
-"""The gateway's per-client (50/s) and per-username login (10/min) limits would answer 429 within
+"""The gateway's per-client (50/s) and per-address login (10/min) limits would answer 429 within
 a second of load from one address: the bench measures capacity, so it sets them out of reach
 (not off: the limiter's bookkeeping stays on the measured path)."""
 

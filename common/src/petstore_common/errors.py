@@ -45,6 +45,23 @@ class Unavailable(ServiceError):
     code = grpc.StatusCode.UNAVAILABLE
 
 
+class ResourceExhausted(ServiceError):
+    """The caller must wait before trying again: how long travels as RETRY_AFTER_METADATA."""
+
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+    def __init__(self, message: str, *, retry_after_seconds: int) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
+
+    def trailing_metadata(self) -> tuple[tuple[str, str], ...]:
+        return ((RETRY_AFTER_METADATA, str(self.retry_after_seconds)),)
+
+
+RETRY_AFTER_METADATA = "retry-after"
+"""Trailing metadata of a RESOURCE_EXHAUSTED status: whole seconds to wait (HTTP Retry-After)."""
+
+
 class Aborted(ServiceError):
     """A concurrent request holds what this one needs (e.g. the twin of an idempotent create)."""
 

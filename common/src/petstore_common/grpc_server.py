@@ -18,7 +18,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import Counter, Histogram, start_http_server
 from pymongo.errors import ConnectionFailure, PyMongoError
 
-from petstore_common.errors import ServiceError
+from petstore_common.errors import ResourceExhausted, ServiceError
 from petstore_common.request_context import (
     REQUEST_ID_METADATA_KEY,
     current_request_id,
@@ -30,6 +30,10 @@ from petstore_common.tracing import configure_tracing
 log = logging.getLogger(__name__)
 
 HEALTH_CHECK_INTERVAL_SECONDS = 2.0
+"""How often a serving service checks its database (a check taking longer counts as failed)."""
+RECHECK_INTERVAL_SECONDS = 0.25
+"""How often a service that is NOT_SERVING checks again: it is back in its callers' turn (their
+health watches hear SERVING at once) within this of its database answering again."""
 MAX_CONNECTION_AGE_GRACE_SECONDS = 10.0
 """How long an aged-out connection keeps serving the calls already on it: longer than any
 caller's deadline (the gateway's is 5 s), so no call is cut by a connection ageing."""
@@ -69,8 +73,58 @@ ServiceFactory = Callable[[ServiceSettings], AbstractAsyncContextManager[Service
 """Opens the service's resources (database client, channels) and closes them on exit."""
 
 
+class Readiness:
+    """The health a service reports, for "" and for its own name: kept in step with its
+    database by a periodic check, and NOT_SERVING at once when a call finds the database gone
+    (callers then stop sending it calls that would fail slowly), until a check passes again."""
+
+    def __init__(self, definition: ServiceDefinition, servicer: health.aio.HealthServicer) -> None:
+        self._definition = definition
+        self._servicer = servicer
+        self._recheck = asyncio.Event()
+        self.status: int | None = None
+
+    async def report(self, status: int) -> None:
+        if status == self.status:
+            return
+        self.status = status
+        for name in ("", self._definition.name):
+            await self._servicer.set(name, status)
+
+    async def database_lost(self, error: BaseException) -> None:
+        """A call failed to reach the database: NOT_SERVING now, and check again at once."""
+        if self.status != health_pb2.HealthCheckResponse.NOT_SERVING:
+            log.warning("not ready", extra={"error": type(error).__name__, "seen_by": "call"})
+            await self.report(health_pb2.HealthCheckResponse.NOT_SERVING)
+        self._recheck.set()
+
+    async def watch(self) -> None:
+        """Keep the health status in step with the service's dependencies."""
+        while True:
+            self._recheck.clear()  # a call failing during the check asks for another
+            try:
+                # Not wait_for: on Python 3.11 it drops a cancellation that comes as the check
+                # returns (cpython#86296), and stop() would then wait on this loop for ever.
+                async with asyncio.timeout(HEALTH_CHECK_INTERVAL_SECONDS):
+                    await self._definition.check_ready()
+                status: int = health_pb2.HealthCheckResponse.SERVING
+            except Exception as exc:  # any failure to reach a dependency means not ready
+                status = health_pb2.HealthCheckResponse.NOT_SERVING
+                if self.status != status:
+                    log.warning("not ready", extra={"error": type(exc).__name__})
+            await self.report(status)
+            serving = status == health_pb2.HealthCheckResponse.SERVING
+            interval = HEALTH_CHECK_INTERVAL_SECONDS if serving else RECHECK_INTERVAL_SECONDS
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(interval):
+                    await self._recheck.wait()
+
+
 class RequestInterceptor(grpc.aio.ServerInterceptor):
     """Per unary call: request id from metadata, domain errors to statuses, logs and metrics."""
+
+    def __init__(self, readiness: Readiness | None = None) -> None:
+        self._readiness = readiness
 
     async def intercept_service(
         self,
@@ -82,13 +136,15 @@ class RequestInterceptor(grpc.aio.ServerInterceptor):
             return handler
         method: str = handler_call_details.method
         return grpc.unary_unary_rpc_method_handler(
-            _observed(method, handler.unary_unary),
+            _observed(method, handler.unary_unary, self._readiness),
             request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
         )
 
 
-def _observed(method: str, behaviour: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+def _observed(
+    method: str, behaviour: Callable[..., Any], readiness: Readiness | None = None
+) -> Callable[..., Awaitable[Any]]:
     async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         metadata = dict(context.invocation_metadata() or ())
         raw_id = metadata.get(REQUEST_ID_METADATA_KEY)
@@ -99,11 +155,14 @@ def _observed(method: str, behaviour: Callable[..., Any]) -> Callable[..., Await
             return await behaviour(request, context)
         except ServiceError as exc:
             code = exc.code
-            await context.abort(code, exc.message)
+            trailing = exc.trailing_metadata() if isinstance(exc, ResourceExhausted) else ()
+            await context.abort(code, exc.message, trailing)
         except (ConnectionFailure, PyMongoError) as exc:
             # The database is gone or refused: a condition callers may retry, never a 500.
             code = grpc.StatusCode.UNAVAILABLE
             log.warning("database error", extra={"grpc_method": method, "error": type(exc).__name__})
+            if readiness is not None and isinstance(exc, ConnectionFailure):  # gone, not refused
+                await readiness.database_lost(exc)
             await context.abort(code, "the database is unavailable")
         except asyncio.CancelledError:
             code = grpc.StatusCode.CANCELLED
@@ -175,39 +234,19 @@ def server_options(settings: ServiceSettings) -> list[tuple[str, int]]:
 
 async def start_service(definition: ServiceDefinition, settings: ServiceSettings) -> RunningService:
     """Start serving `definition` on settings.listen_addr (port 0 picks one); returns the port."""
+    health_servicer = health.aio.HealthServicer()
+    readiness = Readiness(definition, health_servicer)
     server = grpc.aio.server(
-        interceptors=[RequestInterceptor()],
+        interceptors=[RequestInterceptor(readiness)],
         maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
         options=server_options(settings),
     )
     definition.register(server)
-    health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     port = server.add_insecure_port(settings.listen_addr)
     await server.start()
-    watchdog = asyncio.create_task(_watch_readiness(definition, health_servicer))
+    watchdog = asyncio.create_task(readiness.watch())
     return RunningService(server, port, health_servicer, watchdog, definition.on_stop)
-
-
-async def _watch_readiness(definition: ServiceDefinition, servicer: health.aio.HealthServicer) -> None:
-    """Keep the health status in step with the service's dependencies."""
-    last: int | None = None
-    while True:
-        try:
-            # Not wait_for: on Python 3.11 it drops a cancellation that comes as the check
-            # returns (cpython#86296), and stop() would then wait on this loop for ever.
-            async with asyncio.timeout(HEALTH_CHECK_INTERVAL_SECONDS):
-                await definition.check_ready()
-            status: int = health_pb2.HealthCheckResponse.SERVING
-        except Exception as exc:  # any failure to reach a dependency means not ready
-            status = health_pb2.HealthCheckResponse.NOT_SERVING
-            if last != status:
-                log.warning("not ready", extra={"error": type(exc).__name__})
-        if status != last:
-            for name in ("", definition.name):
-                await servicer.set(name, status)
-            last = status
-        await asyncio.sleep(HEALTH_CHECK_INTERVAL_SECONDS)
 
 
 def default_service_name(settings: ServiceSettings) -> str:

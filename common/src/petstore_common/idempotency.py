@@ -7,13 +7,19 @@ both insert the record, so only one runs. A record is `pending` while its reques
 from their first request; expiry is enforced by the reader and a periodic purge, not a TTL
 index (FerretDB has none).
 
+A running request holds its key with a short lease (LEASE_SECONDS), renewed while it runs, and
+under a holder token of its own that fences every later write to the record (reserve, renew,
+complete, release, abandon): a request whose lease ran out and was taken over by a retry can
+no longer reserve, record or free anything. So a request that dies anywhere (cancelled during
+its claim, its database lost after the insert, the process gone) blocks its key at most one
+lease, and at once when it can still say so.
+
 A request that fails with a definite answer (invalid, not found, taken) releases its record,
 so it can be retried as it is or corrected. One whose outcome is unknown (the database or a
-service went away mid-write) leaves its record pending with the ids it reserved, free to be
-taken over at once: the retry writes under the same ids, and finding them taken means the
-first attempt did write, so the resource is answered, never created twice. A pending record
-whose request is still running is ABORTED (409) for its twins; the lease bounds how long a
-crashed process can block a key.
+service went away mid-write, a cancellation) abandons its record with the ids it reserved,
+free to be taken over at once: the retry writes under the same ids, and finding them taken
+means the first attempt did write, so the resource is answered, never created twice. A
+pending record whose lease is live is ABORTED (409) for its twins.
 """
 
 from __future__ import annotations
@@ -22,12 +28,14 @@ import asyncio
 import hashlib
 import hmac
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol, Self, TypeVar
 
 from google.protobuf.message import Message
+from pymongo import ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
@@ -41,16 +49,22 @@ from petstore_common.errors import (
     ServiceError,
     Unavailable,
 )
+from petstore_common.mongo import KeyedLocks
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TTL_SECONDS = 24 * 3600.0
-LEASE_SECONDS = 30.0
-"""How long a running request holds its key; longer than any deadline a request is given."""
+LEASE_SECONDS = 1.0
+"""How long a request holds its key past its last renewal: how long a key stays blocked after
+its request died without a word (its process killed, its database gone as it died)."""
+RENEW_INTERVAL_SECONDS = 0.25
+"""A running request renews its lease this often: three renewals may be slow or lost before a
+twin can take the key over (and then the fence stops the first from taking effect)."""
 MAX_KEY_CHARS = 255
 PURGE_INTERVAL_SECONDS = 60.0
 
 IN_PROGRESS = "a request with this Idempotency-Key is still being processed; retry later"
+TAKEN_OVER = "a retry of this request took its Idempotency-Key over; retry to get its answer"
 REUSED = "this Idempotency-Key was already used with a different request"
 
 Document = dict[str, Any]
@@ -109,35 +123,48 @@ class Replay:
 
 
 class IdempotencyStore(Protocol):
+    """Every write after the claim names its `holder` (the claim's token) and changes nothing
+    once another attempt holds the record, or it has its response."""
+
     async def ensure_indexes(self) -> None:
         """Create the indexes the purge needs (idempotent)."""
 
     async def claim(
-        self, record_id: str, fingerprint: str, now: datetime, ttl: timedelta
+        self, record_id: str, fingerprint: str, holder: str, now: datetime, ttl: timedelta
     ) -> Claimed | Replay:
-        """Start the request under `record_id`: Claimed, or Replay of the recorded response.
-        FailedPrecondition when the record holds another request; Aborted while a twin runs."""
+        """Start the request under `record_id` for `holder`, its lease running from `now`:
+        Claimed, or Replay of the recorded response. FailedPrecondition when the record holds
+        another request; Aborted while a twin's lease is live."""
 
-    async def reserve(self, record_id: str, ids: tuple[int, ...]) -> None:
-        """Remember the ids the running request is about to write under."""
+    async def renew(self, record_id: str, holder: str, now: datetime) -> bool:
+        """Extend the holder's lease from `now`; False when it holds the record no more."""
 
-    async def complete(self, record_id: str, response: bytes) -> None:
-        """Record the response: from now on the key replays it."""
+    async def reserve(self, record_id: str, holder: str, ids: tuple[int, ...]) -> None:
+        """Remember the ids the running request is about to write under (Aborted when the
+        holder was taken over: it must not write)."""
 
-    async def release(self, record_id: str) -> None:
+    async def complete(self, record_id: str, holder: str, response: bytes) -> None:
+        """Record the response: from now on the key replays it (Aborted when taken over)."""
+
+    async def release(self, record_id: str, holder: str) -> None:
         """Forget a claim whose request had a definite failure: a retry runs afresh."""
 
-    async def abandon(self, record_id: str, now: datetime) -> None:
+    async def abandon(self, record_id: str, holder: str) -> None:
         """Keep the claim and its reserved ids, but let a retry take it over at once."""
 
     async def purge(self, now: datetime) -> None:
         """Delete expired records."""
 
 
+FREE = datetime(1970, 1, 1, tzinfo=UTC)
+"""The lease of an abandoned record: over."""
+
+
 @dataclass
 class _Record:
     fingerprint: str
     expires_at: datetime
+    holder: str | None
     lease_until: datetime
     reserved: tuple[int, ...] = ()
     response: bytes | None = None
@@ -153,11 +180,11 @@ class MemoryIdempotencyStore:
         """Nothing to index."""
 
     async def claim(
-        self, record_id: str, fingerprint: str, now: datetime, ttl: timedelta
+        self, record_id: str, fingerprint: str, holder: str, now: datetime, ttl: timedelta
     ) -> Claimed | Replay:
         record = self.records.get(record_id)
         if record is None or record.expires_at <= now:
-            self.records[record_id] = _Record(fingerprint, now + ttl, now + _LEASE)
+            self.records[record_id] = _Record(fingerprint, now + ttl, holder, now + _LEASE)
             return Claimed()
         if record.fingerprint != fingerprint:
             raise FailedPrecondition(REUSED)
@@ -165,24 +192,42 @@ class MemoryIdempotencyStore:
             return Replay(record.response)
         if record.lease_until > now:
             raise Aborted(IN_PROGRESS)
-        record.lease_until = now + _LEASE  # taken over: its earlier request is gone
+        record.holder, record.lease_until = holder, now + _LEASE  # taken over
         return Claimed(record.reserved)
 
-    async def reserve(self, record_id: str, ids: tuple[int, ...]) -> None:
-        self.records[record_id].reserved = ids
-
-    async def complete(self, record_id: str, response: bytes) -> None:
-        self.records[record_id].response = response
-
-    async def release(self, record_id: str) -> None:
+    def _held(self, record_id: str, holder: str) -> _Record | None:
         record = self.records.get(record_id)
-        if record is not None and record.response is None:
+        if record is None or record.holder != holder or record.response is not None:
+            return None
+        return record
+
+    async def renew(self, record_id: str, holder: str, now: datetime) -> bool:
+        record = self._held(record_id, holder)
+        if record is None:
+            return False
+        record.lease_until = now + _LEASE
+        return True
+
+    async def reserve(self, record_id: str, holder: str, ids: tuple[int, ...]) -> None:
+        record = self._held(record_id, holder)
+        if record is None:
+            raise Aborted(TAKEN_OVER)
+        record.reserved = ids
+
+    async def complete(self, record_id: str, holder: str, response: bytes) -> None:
+        record = self._held(record_id, holder)
+        if record is None:
+            raise Aborted(TAKEN_OVER)
+        record.response, record.holder = response, None
+
+    async def release(self, record_id: str, holder: str) -> None:
+        if self._held(record_id, holder) is not None:
             del self.records[record_id]
 
-    async def abandon(self, record_id: str, now: datetime) -> None:
-        record = self.records.get(record_id)
-        if record is not None and record.response is None:
-            record.lease_until = now
+    async def abandon(self, record_id: str, holder: str) -> None:
+        record = self._held(record_id, holder)
+        if record is not None:
+            record.holder, record.lease_until = None, FREE
 
     async def purge(self, now: datetime) -> None:
         for record_id in [key for key, record in self.records.items() if record.expires_at <= now]:
@@ -196,21 +241,25 @@ MAX_CLAIM_ATTEMPTS = 8
 
 class MongoIdempotencyStore:
     """Records in the service's own database: `_id` is "<caller scope> <key>" (a key has no
-    space), which the collection's unique `_id` index guards."""
+    space), which the collection's unique `_id` index guards. Every conditional write is atomic
+    on MongoDB; FerretDB v1 evaluates a filter and writes in two steps, so the writes to one
+    record are also taken in turn within the process (KeyedLocks)."""
 
     def __init__(self, collection: AsyncCollection[Document]) -> None:
         self._records = collection
+        self._locks = KeyedLocks()
 
     async def ensure_indexes(self) -> None:
         await self._records.create_index("expires_at")
 
     async def claim(
-        self, record_id: str, fingerprint: str, now: datetime, ttl: timedelta
+        self, record_id: str, fingerprint: str, holder: str, now: datetime, ttl: timedelta
     ) -> Claimed | Replay:
         fresh = {
             "_id": record_id,
             "fingerprint": fingerprint,
             "expires_at": now + ttl,
+            "holder": holder,
             "lease_until": now + _LEASE,
             "reserved": [],
         }
@@ -233,25 +282,43 @@ class MongoIdempotencyStore:
                 return Replay(bytes(record["response"]))
             if _aware(record["lease_until"]) > now:
                 raise Aborted(IN_PROGRESS)
-            taken = await self._records.update_one(
-                {"_id": record_id, "response": None, "lease_until": record["lease_until"]},
-                {"$set": {"lease_until": now + _LEASE}},
-            )
-            if taken.matched_count == 1:
-                return Claimed(tuple(int(i) for i in record.get("reserved", [])))
+            # Take it over while its lease is still out, and read the ids it reserved in the
+            # same step: a late reserve by the earlier holder lands before or is fenced after.
+            async with self._locks.hold(record_id):
+                taken = await self._records.find_one_and_update(
+                    {"_id": record_id, "response": None, "lease_until": {"$lte": now}},
+                    {"$set": {"holder": holder, "lease_until": now + _LEASE}},
+                    return_document=ReturnDocument.AFTER,
+                )
+            if taken is not None:
+                return Claimed(tuple(int(i) for i in taken.get("reserved", [])))
         raise Unavailable("could not claim the Idempotency-Key; retry")
 
-    async def reserve(self, record_id: str, ids: tuple[int, ...]) -> None:
-        await self._records.update_one({"_id": record_id}, {"$set": {"reserved": list(ids)}})
+    async def _update_held(self, record_id: str, holder: str, change: Document) -> bool:
+        async with self._locks.hold(record_id):
+            result = await self._records.update_one(
+                {"_id": record_id, "holder": holder, "response": None}, {"$set": change}
+            )
+        return result.matched_count == 1
 
-    async def complete(self, record_id: str, response: bytes) -> None:
-        await self._records.update_one({"_id": record_id}, {"$set": {"response": response}})
+    async def renew(self, record_id: str, holder: str, now: datetime) -> bool:
+        return await self._update_held(record_id, holder, {"lease_until": now + _LEASE})
 
-    async def release(self, record_id: str) -> None:
-        await self._records.delete_one({"_id": record_id, "response": None})
+    async def reserve(self, record_id: str, holder: str, ids: tuple[int, ...]) -> None:
+        if not await self._update_held(record_id, holder, {"reserved": list(ids)}):
+            raise Aborted(TAKEN_OVER)
 
-    async def abandon(self, record_id: str, now: datetime) -> None:
-        await self._records.update_one({"_id": record_id, "response": None}, {"$set": {"lease_until": now}})
+    async def complete(self, record_id: str, holder: str, response: bytes) -> None:
+        if not await self._update_held(record_id, holder, {"response": response, "holder": None}):
+            raise Aborted(TAKEN_OVER)
+
+    async def release(self, record_id: str, holder: str) -> None:
+        async with self._locks.hold(record_id):
+            await self._records.delete_one({"_id": record_id, "holder": holder, "response": None})
+
+    async def abandon(self, record_id: str, holder: str) -> None:
+        # No holder: a renewal of it still on its way cannot extend the lease again.
+        await self._update_held(record_id, holder, {"holder": None, "lease_until": FREE})
 
     async def purge(self, now: datetime) -> None:
         await self._records.delete_many({"expires_at": {"$lte": now}})
@@ -270,11 +337,12 @@ class Reservation:
     earlier: tuple[int, ...] = ()
     """Ids an earlier attempt with an unknown outcome reserved: write under them again."""
     ids: tuple[int, ...] = ()
+    holder: str = ""
 
     async def reserve(self, ids: tuple[int, ...]) -> None:
         self.ids = ids
         if self.record_id is not None:
-            await self.store.reserve(self.record_id, ids)
+            await self.store.reserve(self.record_id, self.holder, ids)
 
 
 def utc_now() -> datetime:
@@ -311,19 +379,30 @@ class Idempotency:
         record_id = f"{caller_scope(caller)} {check_key(key)}"
         now = self._clock()
         await self._purge_now_and_then(now)
-        outcome = await self._store.claim(record_id, fingerprint, now, self._ttl)
+        holder = uuid.uuid4().hex
+        try:
+            outcome = await self._store.claim(record_id, fingerprint, holder, now, self._ttl)
+        except ServiceError:
+            raise  # refused (a twin runs, another request) or unavailable before any insert
+        except BaseException:  # cancelled, or the database lost: our insert may have landed
+            await asyncio.shield(self._settle(record_id, holder, definite=False))
+            raise
         if isinstance(outcome, Replay):
             return response_type.FromString(outcome.response), True
-        reservation = Reservation(self._store, record_id, outcome.reserved)
+        reservation = Reservation(self._store, record_id, outcome.reserved, holder=holder)
+        renewal = asyncio.create_task(self._renew(record_id, holder))
         try:
             response = await execute(reservation)
+            await self._store.complete(record_id, holder, response.SerializeToString())
         except ServiceError as exc:
-            await asyncio.shield(self._settle(record_id, definite=not isinstance(exc, Unavailable)))
+            renewal.cancel()
+            await asyncio.shield(self._settle(record_id, holder, definite=not isinstance(exc, Unavailable)))
             raise
         except BaseException:  # a deadline, a cancellation, a lost database: outcome unknown
-            await asyncio.shield(self._settle(record_id, definite=False))
+            renewal.cancel()
+            await asyncio.shield(self._settle(record_id, holder, definite=False))
             raise
-        await self._store.complete(record_id, response.SerializeToString())
+        renewal.cancel()
         return response, False
 
     async def serve(
@@ -347,12 +426,22 @@ class Idempotency:
         setattr(response, "idempotent_replay", replayed)  # noqa: B010 (every create response has it)
         return response
 
-    async def _settle(self, record_id: str, *, definite: bool) -> None:
+    async def _renew(self, record_id: str, holder: str) -> None:
+        """Keep the lease while the request runs; ends when the holder is taken over."""
+        while True:
+            await asyncio.sleep(RENEW_INTERVAL_SECONDS)
+            try:
+                if not await self._store.renew(record_id, holder, self._clock()):
+                    return
+            except Exception as exc:  # the next renewal may get through; the fence guards
+                log.warning("could not renew an idempotency lease", extra={"error": type(exc).__name__})
+
+    async def _settle(self, record_id: str, holder: str, *, definite: bool) -> None:
         try:
             if definite:
-                await self._store.release(record_id)
+                await self._store.release(record_id, holder)
             else:
-                await self._store.abandon(record_id, self._clock())
+                await self._store.abandon(record_id, holder)
         except Exception as exc:  # the database is gone too: the lease frees the key
             log.warning("could not settle an idempotency record", extra={"error": type(exc).__name__})
 

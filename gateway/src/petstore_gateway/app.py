@@ -44,6 +44,7 @@ def create_app(settings: GatewaySettings, *, clients: ServiceClients | None = No
         per_second=settings.rate_limit_per_second,
         burst=settings.rate_limit_burst,
         login_per_minute=settings.login_rate_limit_per_minute,
+        signup_per_hour=settings.signup_rate_limit_per_hour,
     )
 
     async def check_session(session_id: str) -> bool:

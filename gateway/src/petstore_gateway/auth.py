@@ -4,27 +4,28 @@ owns the resource, from the `Caller` this gateway puts in every request (`Princi
 The credential comes from `api_key` or `Authorization: Bearer` (credentials.py).
 
 Session tokens are verified locally (HS256 only; exp, iat, sub and jti required). Whether the
-session was ended by logout is asked of the user service, and the answer is cached for
-SESSION_CACHE_SECONDS: a logout through this gateway takes effect at once, a logout through
-another gateway replica within that bound.
+session is still open is asked of the user service on every request that presents it: no
+answer "open" is ever cached, so a logout, a password change or a deletion is refused by every
+gateway process and replica from the moment the user service has recorded it. Only "ended" is
+remembered (a bounded set): an ended session never opens again, so a stale token costs no call.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import jwt
+from aiohttp import web
 
 from petstore.auth.v1 import caller_pb2
 from petstore_gateway.errors import ApiError
 
-SESSION_CACHE_SECONDS = 2.0
-SESSION_CACHE_MAX_ENTRIES = 10_000
+ENDED_SESSIONS_MAX_ENTRIES = 10_000
+"""Ended sessions remembered; one forgotten costs one more CheckSession, never a wrong answer."""
 SESSION_ALGORITHM = "HS256"
 
 CheckSession = Callable[[str], Awaitable[bool]]
@@ -45,6 +46,15 @@ class Principal:
     @property
     def is_staff(self) -> bool:
         return self.kind == caller_pb2.CALLER_KIND_STAFF
+
+    def budget(self) -> str | None:
+        """Whose rate budget this caller spends: its user id for a customer (all its sessions
+        share one), its key for staff; None for anonymous (its address's)."""
+        if self.user_id is not None:
+            return f"user:{self.user_id}"
+        if self.is_staff:
+            return f"staff:{self.staff_key_id}"
+        return None
 
     def caller(self) -> caller_pb2.Caller:
         """The caller as the services receive it: nothing but what was authenticated here."""
@@ -80,30 +90,21 @@ def missing_key() -> ApiError:
     return ApiError(401, "api_key header (or Authorization: Bearer) is required for this operation")
 
 
-class SessionCache:
-    """jti -> (active, when the answer goes stale); bounded, oldest dropped first."""
+class EndedSessions:
+    """Session ids known to have ended; bounded, oldest dropped first."""
 
-    def __init__(self, ttl_seconds: float, max_entries: int, clock: Callable[[], float]) -> None:
-        self._ttl = ttl_seconds
+    def __init__(self, max_entries: int) -> None:
         self._max = max_entries
-        self._clock = clock
-        self._entries: OrderedDict[str, tuple[bool, float]] = OrderedDict()
+        self._ids: OrderedDict[str, None] = OrderedDict()
 
-    def get(self, session_id: str) -> bool | None:
-        entry = self._entries.get(session_id)
-        if entry is None:
-            return None
-        active, stale_at = entry
-        if self._clock() >= stale_at:
-            del self._entries[session_id]
-            return None
-        return active
+    def __contains__(self, session_id: str) -> bool:
+        return session_id in self._ids
 
-    def put(self, session_id: str, active: bool) -> None:
-        self._entries[session_id] = (active, self._clock() + self._ttl)
-        self._entries.move_to_end(session_id)
-        while len(self._entries) > self._max:
-            self._entries.popitem(last=False)
+    def add(self, session_id: str) -> None:
+        self._ids[session_id] = None
+        self._ids.move_to_end(session_id)
+        while len(self._ids) > self._max:
+            self._ids.popitem(last=False)
 
 
 class Authenticator:
@@ -113,14 +114,12 @@ class Authenticator:
         static_keys: tuple[str, ...],
         session_secret: str,
         check_session: CheckSession,
-        cache_seconds: float = SESSION_CACHE_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._static_keys = tuple(key.encode() for key in static_keys)
         self._staff = tuple(staff(key_id(key)) for key in self._static_keys)
         self._secret = session_secret
         self._check_session = check_session
-        self._cache = SessionCache(cache_seconds, SESSION_CACHE_MAX_ENTRIES, clock)
+        self._ended = EndedSessions(ENDED_SESSIONS_MAX_ENTRIES)
 
     def is_static_key(self, candidate: str) -> bool:
         """Constant time per key, and every key is compared: timing tells nothing about which."""
@@ -154,19 +153,6 @@ class Authenticator:
             raise ApiError(401, "invalid api_key")
         return SessionClaims(int(subject), username if isinstance(username, str) else "", session_id)
 
-    def is_genuine(self, api_key: str) -> bool:
-        """A static key or a session token we signed and that has not expired; checked locally,
-        without asking the user service (rate limiting keys on it, so it must be cheap)."""
-        if self.is_static_key(api_key):
-            return True
-        if api_key.count(".") != 2:
-            return False
-        try:
-            self.decode_session(api_key)
-        except ApiError:
-            return False
-        return True
-
     async def authenticate(self, api_key: str | None) -> Principal:
         if not api_key:
             raise missing_key()
@@ -181,13 +167,35 @@ class Authenticator:
         return customer(claims.user_id, claims.username, claims.session_id)
 
     async def _is_open(self, session_id: str) -> bool:
-        cached = self._cache.get(session_id)
-        if cached is not None:
-            return cached
+        if session_id in self._ended:
+            return False
         active = await self._check_session(session_id)
-        self._cache.put(session_id, active)
+        if not active:
+            self._ended.add(session_id)
         return active
 
     def session_ended(self, session_id: str) -> None:
-        """Logout went through this gateway: stop accepting the session at once."""
-        self._cache.put(session_id, False)
+        """Logout went through this gateway: no need to ask about the session again."""
+        self._ended.add(session_id)
+
+
+_AUTHENTICATED = web.RequestKey("authenticated", object)
+"""The outcome of authenticating a request's credential: a Principal or the ApiError."""
+
+
+async def authenticate_request(
+    request: web.Request, authenticator: Authenticator, credential: str
+) -> Principal:
+    """`authenticator.authenticate(credential)`, done once per request: the rate limit and the
+    access check both need it, and the session check is a call to the user service."""
+    outcome = request.get(_AUTHENTICATED)
+    if outcome is None:
+        try:
+            outcome = await authenticator.authenticate(credential)
+        except ApiError as exc:
+            outcome = exc
+        request[_AUTHENTICATED] = outcome
+    if isinstance(outcome, ApiError):
+        raise outcome
+    assert isinstance(outcome, Principal)
+    return outcome

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from http import HTTPStatus
 from types import MappingProxyType
 
 import grpc
+
+from petstore_common.idempotency import LEASE_SECONDS
 
 
 class ApiError(Exception):
@@ -43,6 +46,12 @@ GRPC_TO_HTTP: Mapping[grpc.StatusCode, int] = MappingProxyType(
 
 SERVICE_RETRY_AFTER = "1"
 """Retry-After (seconds) of a 429 that a service's RESOURCE_EXHAUSTED became."""
+UNAVAILABLE_RETRY_AFTER = "1"
+"""Retry-After (seconds) of every 503: readiness and routing follow a service's health within a
+second, so a second later the answer may be different."""
+IN_PROGRESS_RETRY_AFTER = str(math.ceil(LEASE_SECONDS))
+"""Retry-After (seconds) of a 409 that a service's ABORTED became (a twin of an idempotent create
+still running, a write that lost a race): by then a twin that died has lost its lease."""
 
 Overrides = Mapping[grpc.StatusCode, int]
 NO_OVERRIDES: Overrides = MappingProxyType({})
@@ -53,14 +62,27 @@ def http_status_for(code: grpc.StatusCode, overrides: Overrides = NO_OVERRIDES) 
 
 
 def api_error_from_rpc(
-    code: grpc.StatusCode, details: str | None, service: str, overrides: Overrides = NO_OVERRIDES
+    code: grpc.StatusCode,
+    details: str | None,
+    service: str,
+    overrides: Overrides = NO_OVERRIDES,
+    *,
+    retry_after: str | None = None,
 ) -> ApiError:
-    """4xx errors carry the service's own (client-facing) message; 5xx never show internals."""
+    """4xx errors carry the service's own (client-facing) message; 5xx never show internals.
+    A 429's Retry-After is the service's own figure when it sent one (`retry_after`)."""
     status = http_status_for(code, overrides)
     if status >= 500:
         if status == 503:
-            return ApiError(status, f"the {service} service is unavailable")
+            return ApiError(
+                status,
+                f"the {service} service is unavailable",
+                headers={"Retry-After": UNAVAILABLE_RETRY_AFTER},
+            )
         return ApiError(status, "internal error")
     if status == 429:  # a service shedding load (MAX_CONCURRENT_RPCS): worth a retry shortly
-        return ApiError(status, details or "too many requests", headers={"Retry-After": SERVICE_RETRY_AFTER})
+        wait = retry_after if retry_after is not None and retry_after.isdigit() else SERVICE_RETRY_AFTER
+        return ApiError(status, details or "too many requests", headers={"Retry-After": wait})
+    if status == 409 and code == grpc.StatusCode.ABORTED:  # retry: the holder ends or moves on
+        return ApiError(status, details or "conflict", headers={"Retry-After": IN_PROGRESS_RETRY_AFTER})
     return ApiError(status, details or HTTPStatus(status).phrase.lower())

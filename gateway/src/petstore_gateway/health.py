@@ -9,7 +9,7 @@ from aiohttp import web
 from petstore_common.grpc_client import is_serving
 from petstore_gateway.bodies import respond_message
 from petstore_gateway.clients import SHORT_NAMES
-from petstore_gateway.errors import ApiError
+from petstore_gateway.errors import UNAVAILABLE_RETRY_AFTER, ApiError
 from petstore_gateway.keys import CLIENTS, METRICS
 
 READINESS_DEADLINE_SECONDS = 1.0
@@ -33,7 +33,11 @@ async def readyz(request: web.Request) -> web.Response:
     )
     not_ready = [SHORT_NAMES.get(name, name) for name, ok in zip(names, results, strict=True) if not ok]
     if not_ready:
-        raise ApiError(503, f"not ready: the {', '.join(not_ready)} service(s) not serving")
+        raise ApiError(
+            503,
+            f"not ready: the {', '.join(not_ready)} service(s) not serving",
+            headers={"Retry-After": UNAVAILABLE_RETRY_AFTER},
+        )
     return respond_message(request, "ready")
 
 

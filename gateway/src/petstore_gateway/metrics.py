@@ -46,7 +46,7 @@ class GatewayMetrics:
         )
         self.rate_limited = Counter(
             "gateway_rate_limited_total",
-            "Requests refused with 429 by a gateway rate limit, by limit (client or login).",
+            "Requests refused with 429 by a gateway rate limit, by limit (client, login or signup).",
             ["limit"],
             registry=self.registry,
         )

@@ -12,7 +12,7 @@ from aiohttp.typedefs import Handler
 from petstore_common.request_context import current_request_id, sanitize_request_id
 from petstore_gateway.access import Access, access_of
 from petstore_gateway.apidoc import DOCUMENT_ROUTES
-from petstore_gateway.auth import ANONYMOUS
+from petstore_gateway.auth import ANONYMOUS, authenticate_request
 from petstore_gateway.bodies import error_response
 from petstore_gateway.client_address import FORWARDED_FOR_HEADER, client_address
 from petstore_gateway.cors import preflight_headers, response_headers
@@ -131,15 +131,26 @@ def _error(request: web.Request, status: int, message: str, headers: dict[str, s
     return error_response(status, message, accepted, headers=headers)
 
 
-def client_identity(request: web.Request) -> str:
-    """Whose bucket a request spends: its credential (api_key or Bearer) when genuine, else its
-    address. Made-up keys count against the address, so inventing keys buys no fresh buckets.
-    (The limiter hashes it.)"""
-    api_key = request_credential(request)
-    if api_key and request.app[AUTHENTICATOR].is_genuine(api_key):
-        return f"key:{api_key}"
+def request_address(request: web.Request) -> str:
+    """The client address of `request` (its peer, or whom a trusted proxy says it served)."""
     forwarded_for = request.headers.get(FORWARDED_FOR_HEADER)
-    return f"addr:{client_address(request.remote, forwarded_for, request.app[SETTINGS].trusted_proxies)}"
+    return client_address(request.remote, forwarded_for, request.app[SETTINGS].trusted_proxies)
+
+
+async def client_identity(request: web.Request) -> str:
+    """Whose budget a request spends: a customer's user id (every session of it shares one), a
+    static key's own, else its address. A credential that is not genuine (made up, expired,
+    logged out, of a deleted account, or not checkable right now) spends its address's, so
+    inventing or keeping keys buys no fresh budget. (The limiter hashes it.)"""
+    api_key = request_credential(request)
+    if api_key:
+        try:
+            budget = (await authenticate_request(request, request.app[AUTHENTICATOR], api_key)).budget()
+        except ApiError:
+            budget = None
+        if budget is not None:
+            return budget
+    return f"addr:{request_address(request)}"
 
 
 @web.middleware
@@ -147,7 +158,7 @@ async def rate_limit_middleware(request: web.Request, handler: Handler) -> web.S
     """429 with Retry-After once a client has spent its burst faster than its rate refills it."""
     limiter = request.app[RATE_LIMITS].clients
     if limiter is not None and request.path not in RATE_LIMIT_EXEMPT:
-        retry_after = limiter.acquire(client_identity(request))
+        retry_after = limiter.acquire(await client_identity(request))
         if retry_after is not None:
             request.app[METRICS].limited("client")
             raise too_many(retry_after, "requests")
@@ -205,7 +216,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     if request.match_info.http_exception is None:
         access = access_of(request.method, route_template(request))
         if access is Access.REQUIRED or (access is Access.OPTIONAL and credential):
-            principal = await request.app[AUTHENTICATOR].authenticate(credential)
+            principal = await authenticate_request(request, request.app[AUTHENTICATOR], credential)
     request[PRINCIPAL] = principal
     return await handler(request)
 

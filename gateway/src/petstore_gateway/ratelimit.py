@@ -1,10 +1,14 @@
-"""Rate limits: a token bucket per client, and one per username on login.
+"""Rate limits: a token bucket per client, and per address for logins and for sign-ups.
+
+Each gateway process keeps its own buckets: N replicas (or GATEWAY_WORKERS) let a client spend
+up to N budgets. Failed logins are also counted per account by the user service, which every
+gateway shares (a wait that grows with each wrong password): that limit is global.
 
 The buckets are pyrate-limiter's `StateBucket` with its `TokenBucket` algorithm: a few numbers
 per key (not an entry per request), a non-blocking `put`, and the exact wait on refusal. What
 pyrate-limiter leaves to us is the keyed, bounded, in-process map of buckets:
 
-- keys are keyed BLAKE2b digests, never the raw api_key, address or username;
+- keys are keyed BLAKE2b digests, never the raw user id, static key or address;
 - a bucket idle long enough to have refilled completely is the same as a new one, so it is
   dropped (oldest first, a little on every call): memory follows the clients active lately;
 - past `max_entries` the least recently used bucket is dropped even if not yet full, so
@@ -104,10 +108,19 @@ def client_limiter(
 def login_limiter(
     per_minute: int, *, max_entries: int = MAX_ENTRIES, clock: Clock = monotonic_ms
 ) -> KeyedLimiter | None:
-    """LOGIN_RATE_LIMIT_PER_MINUTE, all of it usable at once; None when 0 (off)."""
+    """LOGIN_RATE_LIMIT_PER_MINUTE per address, all of it usable at once; None when 0 (off)."""
     if per_minute <= 0:
         return None
     return KeyedLimiter(Rate(per_minute, Duration.MINUTE), max_entries=max_entries, clock=clock)
+
+
+def signup_limiter(
+    per_hour: int, *, max_entries: int = MAX_ENTRIES, clock: Clock = monotonic_ms
+) -> KeyedLimiter | None:
+    """SIGNUP_RATE_LIMIT_PER_HOUR per address, all of it usable at once; None when 0 (off)."""
+    if per_hour <= 0:
+        return None
+    return KeyedLimiter(Rate(per_hour, Duration.HOUR), max_entries=max_entries, clock=clock)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,14 +131,22 @@ class RateLimits:
     logins: KeyedLimiter | None
     client_per_second: int = 0
     login_per_minute: int = 0
+    signups: KeyedLimiter | None = None
 
     @classmethod
     def create(
-        cls, *, per_second: int, burst: int, login_per_minute: int, clock: Clock = monotonic_ms
+        cls,
+        *,
+        per_second: int,
+        burst: int,
+        login_per_minute: int,
+        signup_per_hour: int = 0,
+        clock: Clock = monotonic_ms,
     ) -> RateLimits:
         return cls(
             clients=client_limiter(per_second, burst, clock=clock),
             logins=login_limiter(login_per_minute, clock=clock),
+            signups=signup_limiter(signup_per_hour, clock=clock),
             client_per_second=max(per_second, 0),
             login_per_minute=max(login_per_minute, 0),
         )

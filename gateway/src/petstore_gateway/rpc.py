@@ -8,6 +8,7 @@ from typing import TypeVar
 import grpc
 from aiohttp import web
 
+from petstore_common.errors import RETRY_AFTER_METADATA
 from petstore_gateway.errors import NO_OVERRIDES, Overrides, api_error_from_rpc
 from petstore_gateway.keys import SETTINGS
 
@@ -29,7 +30,9 @@ async def call_service(
     try:
         return await method(message, timeout=deadline_seconds)
     except grpc.aio.AioRpcError as exc:
-        error = api_error_from_rpc(exc.code(), exc.details(), service, overrides)
+        error = api_error_from_rpc(
+            exc.code(), exc.details(), service, overrides, retry_after=_retry_after(exc.trailing_metadata())
+        )
         if error.status >= 500:
             log.warning("service call failed", extra={"service": service, "grpc_code": exc.code().name})
         raise error from None
@@ -46,3 +49,11 @@ async def call(
     """call_service with the configured deadline (GRPC_TIMEOUT_SECONDS)."""
     timeout = request.app[SETTINGS].grpc_timeout_seconds
     return await call_service(method, message, service=service, deadline_seconds=timeout, overrides=overrides)
+
+
+def _retry_after(metadata: grpc.aio.Metadata | None) -> str | None:
+    """The service's RETRY_AFTER_METADATA, when it sent one."""
+    if metadata is None:
+        return None
+    value = metadata.get(RETRY_AFTER_METADATA)
+    return value if isinstance(value, str) else None

@@ -1,10 +1,20 @@
 """Serving the app until SIGINT or SIGTERM, then stopping without cutting requests off.
 
 aiohttp's run_app stops reading from every connection as soon as shutdown starts, so a
-request whose body is still arriving at that moment is lost. Here the stop comes in two steps:
+request whose body is still arriving at that moment is lost. Here the stop comes in steps:
 close the listening socket (new connections are refused, so clients and load balancers go
-elsewhere), wait until the requests already started have been answered (at most the grace
-period), and only then let aiohttp close the connections and run the clean-up.
+elsewhere); from then on every answer says `Connection: close` and closes its connection, so
+each keep-alive client learns, on its next answer, to go elsewhere; after a short notice
+(DRAIN_NOTICE_SECONDS, or as soon as every connection has closed) close the connections that
+are still idle; wait until the requests already started have been answered (at most the grace
+period); and only then let aiohttp run the clean-up.
+
+Why a notice rather than closing idle connections at the signal: a keep-alive client may be
+sending its next request on an idle connection at that very moment, and a request written to a
+connection the server closes is lost (aiohttp and most clients resend only idempotent ones).
+Under keep-alive load closing at once cut 1 to 3 POSTs per stop; with the notice every busy
+client gets one more answer, carrying `Connection: close`, and only connections idle for the
+whole notice are closed.
 """
 
 from __future__ import annotations
@@ -15,11 +25,17 @@ import logging
 import signal
 from collections.abc import Callable
 
-from aiohttp import web
+from aiohttp import hdrs, web
+from aiohttp.base_protocol import BaseProtocol
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.typedefs import Handler
 
 log = logging.getLogger(__name__)
+
+DRAIN_NOTICE_SECONDS = 0.5
+"""After SIGTERM, how long idle keep-alive connections stay open for a last request (answered
+with `Connection: close`) before they are closed."""
+DRAIN_POLL_SECONDS = 0.02
 
 
 class InFlight:
@@ -27,6 +43,9 @@ class InFlight:
 
     def __init__(self) -> None:
         self.count = 0
+        self.draining = False
+        self.busy: set[BaseProtocol] = set()
+        """The connections whose request is being handled."""
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -34,15 +53,26 @@ class InFlight:
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         self.count += 1
         self._idle.clear()
+        protocol = request.protocol
+        self.busy.add(protocol)
         try:
             return await handler(request)
         finally:
+            self.busy.discard(protocol)
             self.count -= 1
             if self.count == 0:
                 self._idle.set()
 
     async def idle(self) -> None:
         await self._idle.wait()
+
+    async def on_response_prepare(self, request: web.Request, response: web.StreamResponse) -> None:
+        """While draining, every answer closes its connection and says so. (A signal rather
+        than the middleware: it sees every response of the app, streamed ones and raised ones
+        too, just before its headers are written.)"""
+        if self.draining:
+            response.force_close()
+            response.headers[hdrs.CONNECTION] = "close"
 
 
 class MalformedRequestLogFilter(logging.Filter):
@@ -75,6 +105,7 @@ async def serve(
     logging.getLogger("aiohttp.server").addFilter(MalformedRequestLogFilter())
     in_flight = InFlight()
     app.middlewares.insert(0, in_flight.middleware)  # outermost: counts every request
+    app.on_response_prepare.append(in_flight.on_response_prepare)
     # Signals are caught before the port is bound: a stop asked for while starting (a worker
     # told to stop as soon as it listens) is a graceful one, never the default kill.
     stop = asyncio.Event()
@@ -89,10 +120,27 @@ async def serve(
         log.info("serving", extra={"host": host, "port": port})
         await stop.wait()
         log.info("stopping", extra={"in_flight": in_flight.count, "grace_seconds": grace_seconds})
+        in_flight.draining = True
         if on_stop is not None:
             on_stop()
         await site.stop()
+        if runner.server is not None:
+            await _close_idle_connections(runner.server, in_flight, min(DRAIN_NOTICE_SECONDS, grace_seconds))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(in_flight.idle(), timeout=grace_seconds)
     finally:
         await runner.cleanup()
+
+
+async def _close_idle_connections(server: web.Server, in_flight: InFlight, notice_seconds: float) -> None:
+    """Give keep-alive clients `notice_seconds` to send a last request (answered with
+    `Connection: close`), then close the connections that are idle. Not the busy ones: aiohttp
+    drops whatever arrives on a closed connection, the rest of a body too; each closes after
+    its answer."""
+    deadline = asyncio.get_running_loop().time() + notice_seconds
+    # Polled: aiohttp tells nobody when a connection closes.
+    while server.connections and asyncio.get_running_loop().time() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(DRAIN_POLL_SECONDS)
+    for connection in server.connections:
+        if connection not in in_flight.busy:
+            connection.close()

@@ -38,7 +38,10 @@ class GatewaySettings:
     rate_limit_burst: int = 100
     """Requests a client may make at once before the per-second rate applies."""
     login_rate_limit_per_minute: int = 10
-    """Login attempts per minute per username, on top of the per-client limit; 0 turns it off."""
+    """Login attempts (with a password) per minute per address, on top of the per-client limit
+    and of the user service's per-account wait; 0 turns it off."""
+    signup_rate_limit_per_hour: int = 20
+    """Sign-ups (POST /user by anybody but staff) per hour per address; 0 turns it off."""
     cors_allow_origins: tuple[str, ...] = (ANY_ORIGIN,)
     """Origins browsers may call from (CORS): "*" for any, () for none (CORS off)."""
     trusted_proxies: tuple[Network, ...] = ()
@@ -74,6 +77,7 @@ class GatewaySettings:
             rate_limit_per_second=env_int(env, "RATE_LIMIT_PER_SECOND", 50),
             rate_limit_burst=env_int(env, "RATE_LIMIT_BURST", 100, minimum=1),
             login_rate_limit_per_minute=env_int(env, "LOGIN_RATE_LIMIT_PER_MINUTE", 10),
+            signup_rate_limit_per_hour=env_int(env, "SIGNUP_RATE_LIMIT_PER_HOUR", 20),
             cors_allow_origins=_cors_origins(env),
             trusted_proxies=_trusted_proxies(env),
             pet_cache_max_entries=env_int(env, "PET_CACHE_MAX_ENTRIES", 20_000),

@@ -154,7 +154,7 @@ async def test_login_errors(
     assert await error_of(wire, response) == expected
 
 
-async def test_a_session_works_as_api_key_and_is_checked_once_per_cache_period(
+async def test_a_session_works_as_api_key_and_is_checked_once_per_request(
     client: Client, backend: FakeBackend
 ) -> None:
     add_user(backend, "ann", 1)
@@ -162,7 +162,22 @@ async def test_a_session_works_as_api_key_and_is_checked_once_per_cache_period(
     for _ in range(3):
         response = await client.delete("/v2/store/order/1", headers={"api_key": token})
         assert response.status == 404  # authenticated; the order just does not exist
-    assert backend.user.check_calls == 1
+    assert backend.user.check_calls == 3  # the rate limit and the access check share one answer
+
+
+async def test_a_session_ended_elsewhere_is_refused_on_the_next_request(
+    client: Client, backend: FakeBackend
+) -> None:
+    add_user(backend, "ann", 1)
+    token = await login(client, "ann")
+    assert (await client.delete("/v2/store/order/1", headers={"api_key": token})).status == 404
+
+    backend.user.sessions.clear()  # a logout, password change or deletion through another gateway
+
+    assert (await client.delete("/v2/store/order/1", headers={"api_key": token})).status == 401
+    calls = backend.user.check_calls
+    assert (await client.delete("/v2/store/order/1", headers={"api_key": token})).status == 401
+    assert backend.user.check_calls == calls  # an ended session is remembered: no more calls
 
 
 @WIRES

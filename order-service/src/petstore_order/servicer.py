@@ -5,6 +5,7 @@ them into gRPC statuses with their messages.
 
 An order moves placed -> approved -> delivered, by staff only; a customer's new order is
 placed and not complete, and a customer may cancel (delete) its order only while it is placed.
+A customer's new order gets an id the store draws: the one it sends is ignored.
 
 Who may see an order is decided here: staff see every order; a customer sees only the orders it
 placed, and another customer's order is NOT_FOUND with the same message as an absent one, so a
@@ -68,6 +69,8 @@ class OrderServicer(order_service_pb2_grpc.OrderServiceServicer):
         order.ClearField("owner_user_id")  # never the client's to choose
         if owner is not None:
             order.owner_user_id = owner
+            # Only staff choose an order's id: a customer's would tell whose ids are taken.
+            order.ClearField("id")
             if order.status != PLACED or order.complete:
                 raise InvalidArgument(NEW_ORDER_FOR_CUSTOMERS)
 

@@ -19,6 +19,7 @@ from argon2 import Parameters, PasswordHasher, Type
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
 from petstore_common.errors import InvalidArgument
+from petstore_user.common_passwords import is_common
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +38,13 @@ with other parameters keep verifying and are upgraded at the next successful log
 MAX_CONCURRENT_HASHES = 2
 """Hashes computed at once per process (about 38 MiB of argon2 memory at most)."""
 
-MIN_PASSWORD_CHARS = 1
+MIN_PASSWORD_CHARS = 8
+"""NIST SP 800-63B 5.1.1.2: at least 8 characters for a password the user chooses."""
 MAX_PASSWORD_CHARS = 128
+"""Long enough for any passphrase, short enough to hash cheaply."""
+MIN_LOGIN_PASSWORD_CHARS = 1
+"""Login takes the shorter passwords accounts had before the policy: they keep working until
+the next change, which must meet it."""
 
 T = TypeVar("T")
 
@@ -60,12 +66,19 @@ def map_hash_memory_directly(threshold_bytes: int = 128 * 1024) -> bool:
     return bool(mallopt(_M_MMAP_THRESHOLD, threshold_bytes))
 
 
-def check_password(password: str, field: str = "password") -> None:
-    """Any characters, 1..128 of them: long enough to be a choice, short enough to hash cheaply."""
-    if len(password) < MIN_PASSWORD_CHARS:
+def check_password(password: str, field: str = "password", *, username: str = "") -> None:
+    """A new password (sign-up or change): any characters, 8..128 of them, not a common one and
+    not the username. No composition rules and no expiry, as NIST SP 800-63B advises."""
+    if not password:
         raise InvalidArgument(f"{field} is required")
+    if len(password) < MIN_PASSWORD_CHARS:
+        raise InvalidArgument(f"{field} must be at least {MIN_PASSWORD_CHARS} characters")
     if len(password) > MAX_PASSWORD_CHARS:
         raise InvalidArgument(f"{field} must be at most {MAX_PASSWORD_CHARS} characters")
+    if is_common(password):
+        raise InvalidArgument(f"{field} is one of the most common passwords: choose another")
+    if username and password.casefold() == username.casefold():
+        raise InvalidArgument(f"{field} must not be the username")
 
 
 class Passwords:

@@ -13,6 +13,7 @@ from petstore_common.grpc_server import ServiceDefinition
 from petstore_common.idempotency import DEFAULT_TTL_SECONDS
 from petstore_common.settings import ServiceSettings
 from petstore_common.stores import StoreReadiness, open_store
+from petstore_user.common_passwords import common_passwords
 from petstore_user.passwords import Passwords
 from petstore_user.servicer import UserServicer
 from petstore_user.sessions import SessionTokens
@@ -49,6 +50,7 @@ async def user_service(
     `serve` hands over the shared settings; the session signer comes from the caller
     (functools.partial), as ServiceSettings knows nothing of sessions.
     """
+    common_passwords()  # built now, not on the first sign-up
     passwords = Passwords()
     try:
         # Annotated so the store is typed as the service's own store protocol.

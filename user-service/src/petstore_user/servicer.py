@@ -7,6 +7,12 @@ password or a password hash: `User` messages cannot hold one, and messages name 
 Who may do what is decided here, from the `Caller` the gateway sends: staff manage every
 account; a customer reads and changes only its own, and never its staff-managed user_status (an
 id never changes); everybody else sees the public view of an account, its id and username.
+Only staff choose a new user's id: anybody else's is ignored and the store draws one, and no
+id is ever given twice (the store retires a deleted user's id), so nobody can step into a
+deleted account's orders or idempotency records.
+
+A password change ends every session of the account, the one that made it included; a wrong
+password counts against the account (login_throttle).
 """
 
 from __future__ import annotations
@@ -20,11 +26,12 @@ import grpc
 from petstore.auth.v1 import caller_pb2
 from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
 from petstore_common.callers import customer_id, is_staff, require_staff
-from petstore_common.errors import InvalidArgument, NotFound, PermissionDenied
+from petstore_common.errors import InvalidArgument, NotFound, PermissionDenied, ResourceExhausted
 from petstore_common.idempotency import DEFAULT_TTL_SECONDS, Idempotency, Reservation
+from petstore_common.mongo import KeyedLocks
 from petstore_common.versions import required_versions
-from petstore_user import validation
-from petstore_user.passwords import MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS, Passwords
+from petstore_user import login_throttle, validation
+from petstore_user.passwords import MAX_PASSWORD_CHARS, MIN_LOGIN_PASSWORD_CHARS, Passwords
 from petstore_user.sessions import MAX_SESSION_ID_CHARS, SessionTokens
 from petstore_user.storage.base import Account, UserStore, not_found
 
@@ -53,6 +60,7 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         self._idempotency = Idempotency(store.idempotency, ttl_seconds=idempotency_ttl_seconds)
         self._fingerprint_key = tokens.digest_key()  # requests hold passwords: HMAC, not a bare hash
         self._next_cleanup = 0.0
+        self._attempts = KeyedLocks()
 
     async def CreateUser(
         self, request: user_service_pb2.CreateUserRequest, context: Context
@@ -61,6 +69,7 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         user = request.user
         if not is_staff(request.caller):
             user = _with_status(user, 0)  # staff-managed: a sign-up starts at 0
+            user.ClearField("id")  # staff-managed too: a chosen id could step into a used one
 
         async def create(reservation: Reservation) -> user_service_pb2.CreateUserResponse:
             account = Account(user, await self._passwords.hash(request.password))
@@ -110,6 +119,9 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         updated = await self._store.update(
             current.id, username, user, password_hash, accepted_versions=accepted
         )
+        if password_hash is not None:
+            # Whoever knew the old password, or held a session, is out; the caller logs in anew.
+            await self._store.end_sessions_of(current.id)
         return user_service_pb2.UpdateUserResponse(user=updated)
 
     async def DeleteUser(
@@ -124,26 +136,49 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         self, request: user_service_pb2.LoginRequest, context: Context
     ) -> user_service_pb2.LoginResponse:
         username = validation.check_username(request.username)
-        # An unknown username is NOT_FOUND without hashing anything: the contract tells the
-        # client so anyway (and GetUser is public), so equal timing would hide nothing.
-        account = await self._store.get_account(username)
         password = request.password
-        # A password no stored one can be (empty, too long) is wrong without costing a hash.
-        in_bounds = MIN_PASSWORD_CHARS <= len(password) <= MAX_PASSWORD_CHARS
-        if not (in_bounds and await self._passwords.verify(account.password_hash, password)):
-            raise InvalidArgument(BAD_LOGIN)
-        if self._passwords.needs_rehash(account.password_hash):
+        if not password:  # no guess at all: counts against nobody
+            raise InvalidArgument("password is required")
+        # Attempts at one account take turns in this process: each reads the count the one
+        # before it left, so a burst of parallel guesses cannot all pass one check of it.
+        async with self._attempts.hold(username):
+            account = await self._check_password(username, password)
+        user_id = account.user.id
+        password_hash = account.password_hash
+        if self._passwords.needs_rehash(password_hash):
             new_hash = await self._passwords.hash(password)
-            await self._store.replace_password_hash(account.user.id, account.password_hash, new_hash)
+            await self._store.replace_password_hash(user_id, password_hash, new_hash)
+            password_hash = new_hash
         await self._delete_expired_sessions()
-        issued = self._tokens.issue(account.user.id, account.user.username)
+        issued = self._tokens.issue(user_id, account.user.username)
         try:
-            await self._store.add_session(issued.session)
+            await self._store.add_session(issued.session, password_hash)
         except NotFound:
             raise NotFound(not_found(username)) from None  # deleted while the password was checked
         response = user_service_pb2.LoginResponse(session_token=issued.token)
         response.expire_time.FromDatetime(issued.session.expires_at)
         return response
+
+    async def _check_password(self, username: str, password: str) -> Account:
+        """The account when `password` is its password; counts a wrong one against it.
+
+        An unknown username is NOT_FOUND without hashing anything: the contract tells the
+        client so anyway (and GetUser is public), so equal timing would hide nothing."""
+        account = await self._store.get_account(username)
+        now = self._tokens.now().timestamp()
+        wait = login_throttle.seconds_to_wait(account.failures, now)
+        if wait:  # refused unheard, right password or not: a guess now would tell nothing
+            raise ResourceExhausted(login_throttle.too_many_failures(wait), retry_after_seconds=wait)
+        # A password no stored one can be (too long) is wrong without costing a hash.
+        in_bounds = MIN_LOGIN_PASSWORD_CHARS <= len(password) <= MAX_PASSWORD_CHARS
+        if not (in_bounds and await self._passwords.verify(account.password_hash, password)):
+            await self._store.record_login_failure(
+                account.user.id, now, forget_before=now - login_throttle.FORGET_AFTER_SECONDS
+            )
+            raise InvalidArgument(BAD_LOGIN)
+        if account.failures.count:
+            await self._store.clear_login_failures(account.user.id)
+        return account
 
     async def Logout(
         self, request: user_service_pb2.LogoutRequest, context: Context

@@ -77,7 +77,7 @@ def check_user(user: user_pb2.User, *, for_create: bool) -> None:
 
 def check_new_user(request: user_service_pb2.CreateUserRequest) -> None:
     check_user(request.user, for_create=True)
-    check_password(request.password)
+    check_password(request.password, username=request.user.username)
 
 
 def check_new_users(requests: Sequence[user_service_pb2.CreateUserRequest]) -> None:
@@ -100,5 +100,5 @@ def check_update(request: user_service_pb2.UpdateUserRequest) -> str:
     username = check_username(request.username)
     check_user(request.user, for_create=False)
     if request.HasField("password"):
-        check_password(request.password)
+        check_password(request.password, username=request.user.username)
     return username

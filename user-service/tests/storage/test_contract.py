@@ -10,7 +10,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from petstore.user.v1 import user_pb2
 from petstore_common.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
-from petstore_user.storage.base import Account, Session, UserStore
+from petstore_user.storage.base import Account, LoginFailures, Session, UserStore
 from petstore_user.storage.documents import Document
 from petstore_user.storage.memory import MemoryUserStore
 from petstore_user.storage.mongo import MongoUserStore
@@ -273,8 +273,8 @@ async def test_replace_password_hash_only_replaces_the_expected_hash(store: User
 async def test_delete_removes_the_user_and_its_sessions(store: UserStore) -> None:
     ann = await store.create(an_account(a_user("ann")))
     bob = await store.create(an_account(a_user("bob")))
-    await store.add_session(Session("a" * 32, ann.id, NOW + timedelta(hours=1)))
-    await store.add_session(Session("b" * 32, bob.id, NOW + timedelta(hours=1)))
+    await store.add_session(Session("a" * 32, ann.id, NOW + timedelta(hours=1)), HASH)
+    await store.add_session(Session("b" * 32, bob.id, NOW + timedelta(hours=1)), HASH)
 
     await store.delete(ann.id, "ann")
 
@@ -289,10 +289,112 @@ async def test_delete_removes_the_user_and_its_sessions(store: UserStore) -> Non
     assert await store.get("bob") == bob
 
 
+async def test_a_deleted_users_id_is_never_given_again(store: UserStore) -> None:
+    ann = await store.create(an_account(a_user("ann")))
+    chosen = await store.create(an_account(a_user("cid", id=ann.id + 1)))
+    await store.delete(ann.id, "ann")
+    await store.delete(chosen.id, "cid")
+
+    # Not when asked for it (only staff may ask), not when the username comes back, not drawn.
+    for retired in (ann.id, chosen.id):
+        with pytest.raises(AlreadyExists, match=rf"^user id {retired} is taken$"):
+            await store.create(an_account(a_user("eve", id=retired)))
+    again = await store.create(an_account(a_user("ann")))
+    drawn = [(await store.create(an_account(a_user(f"u{n}")))).id for n in range(3)]
+    assert {again.id, *drawn}.isdisjoint({ann.id, chosen.id})
+    with pytest.raises(AlreadyExists, match=rf"^users\[1\]: user id {ann.id} is taken$"):
+        await store.create_many([an_account(a_user("x1")), an_account(a_user("x2", id=ann.id))])
+    with pytest.raises(NotFound):
+        await store.delete(ann.id, "ann")  # the new ann has another id
+    assert (await store.get("ann")).id == again.id
+
+
+async def test_no_session_is_added_for_a_deleted_user(store: UserStore) -> None:
+    ann = await store.create(an_account(a_user("ann")))
+    await store.delete(ann.id, "ann")
+
+    with pytest.raises(NotFound):
+        await store.add_session(Session("s" * 32, ann.id, NOW + timedelta(hours=1)), HASH)
+    assert not await store.is_session_active("s" * 32, NOW)
+
+
+async def test_no_session_is_added_once_the_password_changed(store: UserStore) -> None:
+    ann = await store.create(an_account(a_user("ann")))
+    await store.update(ann.id, "ann", a_user("ann"), "a-new-hash")
+
+    with pytest.raises(NotFound):
+        await store.add_session(Session("s" * 32, ann.id, NOW + timedelta(hours=1)), HASH)
+    assert not await store.is_session_active("s" * 32, NOW)
+    await store.add_session(Session("t" * 32, ann.id, NOW + timedelta(hours=1)), "a-new-hash")
+    assert await store.is_session_active("t" * 32, NOW)
+
+
+async def test_ending_the_sessions_of_a_user_leaves_others(store: UserStore) -> None:
+    ann = await store.create(an_account(a_user("ann")))
+    bob = await store.create(an_account(a_user("bob")))
+    await store.add_session(Session("a" * 32, ann.id, NOW + timedelta(hours=1)), HASH)
+    await store.add_session(Session("c" * 32, ann.id, NOW + timedelta(hours=1)), HASH)
+    await store.add_session(Session("b" * 32, bob.id, NOW + timedelta(hours=1)), HASH)
+
+    await store.end_sessions_of(ann.id)
+
+    assert not await store.is_session_active("a" * 32, NOW)
+    assert not await store.is_session_active("c" * 32, NOW)
+    assert await store.is_session_active("b" * 32, NOW)
+
+
+async def test_login_failures_are_counted_per_user_and_read_with_the_account(store: UserStore) -> None:
+    ann = await store.create(an_account(a_user("ann")))
+    bob = await store.create(an_account(a_user("bob")))
+    assert (await store.get_account("ann")).failures == LoginFailures()
+
+    for second in range(1, 4):
+        counted = await store.record_login_failure(ann.id, 1000.0 + second, forget_before=0.0)
+        assert counted == LoginFailures(second, 1000.0 + second)
+    assert (await store.get_account("ann")).failures == LoginFailures(3, 1003.0)
+    assert (await store.get_account("bob")).failures == LoginFailures()
+    # Not a change of the user: its version and fields stay.
+    assert (await store.get("ann")) == ann
+
+    await store.clear_login_failures(ann.id)
+    assert (await store.get_account("ann")).failures == LoginFailures()
+    await store.clear_login_failures(bob.id)  # nothing to clear
+
+
+async def test_old_login_failures_are_forgotten(store: UserStore) -> None:
+    ann = await store.create(an_account(a_user("ann")))
+    await store.record_login_failure(ann.id, 1000.0, forget_before=0.0)
+    await store.record_login_failure(ann.id, 1001.0, forget_before=0.0)
+
+    # The last failure was at or before forget_before: counting starts again.
+    assert await store.record_login_failure(ann.id, 5000.0, forget_before=1001.0) == LoginFailures(1, 5000.0)
+    assert await store.record_login_failure(ann.id, 5001.0, forget_before=1001.0) == LoginFailures(2, 5001.0)
+
+
+async def test_login_failures_of_a_deleted_user_are_not_kept(store: UserStore) -> None:
+    ann = await store.create(an_account(a_user("ann")))
+    await store.record_login_failure(ann.id, 1000.0, forget_before=0.0)
+    await store.delete(ann.id, "ann")
+
+    assert await store.record_login_failure(ann.id, 1001.0, forget_before=0.0) == LoginFailures()
+    await store.create(an_account(a_user("ann")))
+    assert (await store.get_account("ann")).failures == LoginFailures()
+
+
+async def test_concurrent_login_failures_are_all_counted(store: UserStore) -> None:
+    ann = await store.create(an_account(a_user("ann")))
+
+    await asyncio.gather(
+        *(store.record_login_failure(ann.id, 1000.0 + n, forget_before=0.0) for n in range(8))
+    )
+
+    assert (await store.get_account("ann")).failures.count == 8
+
+
 async def test_a_session_is_active_until_it_expires(store: UserStore) -> None:
     ann = await store.create(an_account(a_user("ann")))
     expires_at = NOW + timedelta(minutes=5)
-    await store.add_session(Session("s" * 32, ann.id, expires_at))
+    await store.add_session(Session("s" * 32, ann.id, expires_at), HASH)
 
     assert await store.is_session_active("s" * 32, NOW)
     assert await store.is_session_active("s" * 32, expires_at - timedelta(seconds=1))
@@ -302,8 +404,8 @@ async def test_a_session_is_active_until_it_expires(store: UserStore) -> None:
 
 async def test_an_ended_session_is_inactive_and_ending_is_idempotent(store: UserStore) -> None:
     ann = await store.create(an_account(a_user("ann")))
-    await store.add_session(Session("s" * 32, ann.id, NOW + timedelta(hours=1)))
-    await store.add_session(Session("t" * 32, ann.id, NOW + timedelta(hours=1)))
+    await store.add_session(Session("s" * 32, ann.id, NOW + timedelta(hours=1)), HASH)
+    await store.add_session(Session("t" * 32, ann.id, NOW + timedelta(hours=1)), HASH)
 
     await store.end_session("s" * 32)
     await store.end_session("s" * 32)
@@ -315,7 +417,7 @@ async def test_an_ended_session_is_inactive_and_ending_is_idempotent(store: User
 
 async def test_a_session_of_an_unknown_user_is_not_stored(store: UserStore) -> None:
     with pytest.raises(NotFound, match=r"^user 77 not found$"):
-        await store.add_session(Session("s" * 32, 77, NOW + timedelta(hours=1)))
+        await store.add_session(Session("s" * 32, 77, NOW + timedelta(hours=1)), HASH)
 
     await store.create(an_account(a_user("ann", id=77)))
     assert not await store.is_session_active("s" * 32, NOW)
@@ -323,9 +425,9 @@ async def test_a_session_of_an_unknown_user_is_not_stored(store: UserStore) -> N
 
 async def test_expired_sessions_are_deleted(store: UserStore) -> None:
     ann = await store.create(an_account(a_user("ann")))
-    await store.add_session(Session("old", ann.id, NOW - timedelta(seconds=1)))
-    await store.add_session(Session("now", ann.id, NOW))
-    await store.add_session(Session("new", ann.id, NOW + timedelta(seconds=1)))
+    await store.add_session(Session("old", ann.id, NOW - timedelta(seconds=1)), HASH)
+    await store.add_session(Session("now", ann.id, NOW), HASH)
+    await store.add_session(Session("new", ann.id, NOW + timedelta(seconds=1)), HASH)
 
     assert await store.delete_expired_sessions(NOW) == 2
     assert await store.delete_expired_sessions(NOW) == 0

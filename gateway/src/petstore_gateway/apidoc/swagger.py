@@ -6,8 +6,8 @@ is derived rather than written down:
 - `security` (and the 401 answer) from `access_of`, the rule the auth middleware applies:
   the credential as `api_key` or as `Authorization: Bearer`, either one;
 - 400 on every operation: a request whose two credential headers disagree;
-- 413 and 415 on every operation that reads a body or a form, and 406, 429 (with Retry-After)
-  and 503 on every operation (all of them call a service).
+- 413 and 415 on every operation that reads a body or a form, and 406, 429 and 503 (both with
+  Retry-After) on every operation (all of them call a service); Retry-After on every 409.
 
 Bounds mirror the services' validation (each constant names where it comes from); property
 names and XML names mirror `representations/` (a test keeps the two in step).
@@ -95,6 +95,9 @@ OPTIONAL_EMAIL_PATTERN = f"^({_EMAIL})?$"
 """An update may leave the email empty, never invalid; a created user always has one."""
 MAX_USER_TEXT_CHARS = 256
 MIN_PASSWORD_CHARS = 1
+"""At login: accounts from before the password policy keep their shorter passwords."""
+MIN_NEW_PASSWORD_CHARS = 8
+"""A new password (sign-up, change): NIST SP 800-63B, and not a common one."""
 MAX_PASSWORD_CHARS = 128
 
 Json = dict[str, Any]
@@ -154,9 +157,10 @@ def _user(*, required: Sequence[str], password: bool, strict_email: bool, descri
     if password:
         properties["password"] = {
             "type": "string",
-            "minLength": MIN_PASSWORD_CHARS,
+            "minLength": MIN_NEW_PASSWORD_CHARS,
             "maxLength": MAX_PASSWORD_CHARS,
-            "description": "Stored as a hash; never returned.",
+            "description": "Stored as a hash; never returned. Not one of the 30,000 most common "
+            "passwords (zxcvbn's list), nor the username.",
         }
     properties["phone"] = _text(MAX_USER_TEXT_CHARS)
     properties["userStatus"] = _int32(description="User status")
@@ -779,7 +783,7 @@ OPERATIONS: tuple[Operation, ...] = (
             ref("ApiResponse"),
             {
                 "X-Rate-Limit": _int32(
-                    description="calls per hour allowed by the user: the tightest of "
+                    description="logins per hour allowed from this address: the tightest of "
                     "LOGIN_RATE_LIMIT_PER_MINUTE x 60 and RATE_LIMIT_PER_SECOND x 3600; "
                     "absent when both limits are off"
                 ),
@@ -968,6 +972,11 @@ def _render(op: Operation, max_body_bytes: int) -> Json:
     for status in sorted(errors):
         responses[str(status)] = {"description": errors[status], "schema": ref("ApiResponse")}
     responses["429"]["headers"] = {"Retry-After": _int32(minimum=1, description="Seconds to wait")}
+    responses["503"]["headers"] = {"Retry-After": _int32(minimum=1, description="Seconds to wait")}
+    if "409" in responses:
+        # Only while another request holds what this one needs: waiting may help.
+        retry = _int32(minimum=1, description="Seconds to wait, when another request is still running")
+        responses["409"]["headers"] = {"Retry-After": retry}
     rendered: Json = {"tags": [op.tag], "summary": op.summary}
     if op.description:
         rendered["description"] = op.description

@@ -12,6 +12,7 @@ from petstore_gateway.errors import ApiError
 from petstore_gateway.etags import IF_MATCH, if_match_precondition, unversioned_etag, versioned_etag
 from petstore_gateway.idempotency import KEY_REUSED_IS_422, idempotency_key, replay_headers
 from petstore_gateway.keys import AUTHENTICATOR, CLIENTS, METRICS, PRINCIPAL, RATE_LIMITS
+from petstore_gateway.middlewares import request_address
 from petstore_gateway.ratelimit import too_many
 from petstore_gateway.representations.order import format_utc
 from petstore_gateway.representations.shapes import encode
@@ -35,6 +36,12 @@ routes = web.RouteTableDef()
 
 @routes.post("/v2/user")
 async def create_user(request: web.Request) -> web.Response:
+    signups = request.app[RATE_LIMITS].signups
+    if signups is not None and not request[PRINCIPAL].is_staff:  # counted before the body is read
+        retry_after = signups.acquire(request_address(request))
+        if retry_after is not None:
+            request.app[METRICS].limited("signup")
+            raise too_many(retry_after, "sign-ups from this address")
     key = idempotency_key(request)
     user, password = await read_body(request, USER, lambda value: user_from_wire(value, for_create=True))
     reply = await call(
@@ -84,14 +91,14 @@ async def login(request: web.Request) -> web.Response:
     password = request.query.get("password", "")
     if not username:
         raise ApiError(400, "username is required")
+    if not password:  # no guess: it spends no login budget and counts against no account
+        raise ApiError(400, "password is required")
     limits = request.app[RATE_LIMITS]
-    if limits.logins is not None:
-        retry_after = limits.logins.acquire(username)
+    if limits.logins is not None:  # guesses spread over many usernames; each account has its own wait
+        retry_after = limits.logins.acquire(request_address(request))
         if retry_after is not None:
             request.app[METRICS].limited("login")
-            raise too_many(retry_after, "login attempts for this user")
-    if not password:
-        raise ApiError(400, "password is required")
+            raise too_many(retry_after, "login attempts from this address")
     reply = await call(
         request,
         request.app[CLIENTS].user.Login,

@@ -17,11 +17,25 @@ from petstore_common.idempotency import IdempotencyStore
 
 
 @dataclass(frozen=True, slots=True)
+class LoginFailures:
+    """Wrong passwords given for one account since its last login (or since they were
+    forgotten), and when the last one was (seconds since the epoch)."""
+
+    count: int = 0
+    last_at: float = 0.0
+
+
+NO_FAILURES = LoginFailures()
+
+
+@dataclass(frozen=True, slots=True)
 class Account:
     """A user and the argon2 hash of its password (stores never see a password)."""
 
     user: user_pb2.User
     password_hash: str = field(repr=False)
+    failures: LoginFailures = NO_FAILURES
+    """Read with the account (what a new account is given is ignored)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +100,9 @@ class UserStore(Protocol):
         """Store a new user under its own id or, without one, a fresh id.
 
         AlreadyExists when the username or the id is taken, decided atomically by the store
-        (concurrent creates of one username: exactly one succeeds).
+        (concurrent creates of one username: exactly one succeeds). An id stays taken after
+        its user is deleted: no id ever names two accounts, so nothing that names a deleted
+        user's id (its orders, its idempotency records) can pass to a newcomer.
         """
 
     async def create_many(self, accounts: Sequence[Account]) -> list[user_pb2.User]:
@@ -125,11 +141,23 @@ class UserStore(Protocol):
         """Swap the hash for a stronger one, unless the password changed in the meantime."""
 
     async def delete(self, user_id: int, username: str) -> None:
-        """Remove the user `user_id` still named `username`, and its sessions; NotFound when none."""
+        """Remove the user `user_id` still named `username`, and its sessions; NotFound when none.
+        The username is free again; the id is retired for good."""
 
-    async def add_session(self, session: Session) -> None:
-        """Store a session of an existing user; NotFound when that user is gone (so no session
-        outlives a concurrent delete of its user)."""
+    async def record_login_failure(self, user_id: int, now: float, forget_before: float) -> LoginFailures:
+        """Count one more wrong password for the user, starting again from one when the last
+        was at or before `forget_before`; the count as stored (NO_FAILURES when the user is gone)."""
+
+    async def clear_login_failures(self, user_id: int) -> None:
+        """Forget the user's wrong passwords (after a good one)."""
+
+    async def add_session(self, session: Session, password_hash: str) -> None:
+        """Store a session of an existing user whose password hash is still `password_hash`;
+        NotFound when that user is gone or its password changed since it was checked (so no
+        session outlives a concurrent delete or password change)."""
+
+    async def end_sessions_of(self, user_id: int) -> None:
+        """Forget every session of the user (its password changed)."""
 
     async def is_session_active(self, session_id: str, now: datetime) -> bool:
         """True when the session is stored, not ended and expires after `now`."""

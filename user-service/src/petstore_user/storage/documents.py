@@ -11,7 +11,7 @@ from typing import Any
 
 from petstore.user.v1 import user_pb2
 from petstore_common.versions import FIRST_VERSION
-from petstore_user.storage.base import Account, Session
+from petstore_user.storage.base import NO_FAILURES, Account, LoginFailures, Session
 
 Document = dict[str, Any]
 
@@ -19,6 +19,13 @@ USER_FIELDS: tuple[str, ...] = ("username", "first_name", "last_name", "email", 
 """Every field of a user but the id (which is the document's `_id`) and the version."""
 VERSION_KEY = "version"
 """Set by the store on each write; absent in documents written before users had versions (0)."""
+FAILURES_KEY = "login_failures"
+FAILURES_AT_KEY = "login_failed_at"
+"""Wrong passwords since the last login, and when the last was (epoch seconds); absent when none."""
+RETIRED_KEY = "retired"
+"""Set on the tombstone a deleted user leaves: it keeps the id taken and is no user."""
+LIVE: Document = {RETIRED_KEY: {"$ne": True}}
+"""The query clause that leaves tombstones out."""
 
 
 def user_fields(user: user_pb2.User) -> Document:
@@ -45,7 +52,19 @@ def user_from_document(document: Mapping[str, Any]) -> user_pb2.User:
 
 
 def account_from_document(document: Mapping[str, Any]) -> Account:
-    return Account(user_from_document(document), document["password_hash"])
+    return Account(user_from_document(document), document["password_hash"], failures_from_document(document))
+
+
+def failures_from_document(document: Mapping[str, Any]) -> LoginFailures:
+    if FAILURES_KEY not in document:
+        return NO_FAILURES
+    return LoginFailures(int(document[FAILURES_KEY]), float(document.get(FAILURES_AT_KEY, 0.0)))
+
+
+def retired_document(user_id: int) -> Document:
+    """What a deleted user leaves: its id, and a username no client can send (usernames are
+    letters, digits and . _ - @), unique as the index needs."""
+    return {"_id": user_id, "username": f"#retired/{user_id}", RETIRED_KEY: True}
 
 
 def session_to_document(session: Session) -> Document:

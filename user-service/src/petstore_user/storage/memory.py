@@ -16,7 +16,9 @@ from petstore_common.errors import AlreadyExists, NotFound
 from petstore_common.idempotency import MemoryIdempotencyStore
 from petstore_common.versions import FIRST_VERSION, check_version
 from petstore_user.storage.base import (
+    NO_FAILURES,
     Account,
+    LoginFailures,
     Session,
     check_distinct,
     id_taken,
@@ -38,6 +40,9 @@ class MemoryUserStore:
         self._accounts: dict[int, Account] = {}
         self._ids_by_username: dict[str, int] = {}
         self._sessions: dict[str, _StoredSession] = {}
+        self._failures: dict[int, LoginFailures] = {}
+        self._retired_ids: set[int] = set()
+        """Ids of deleted users: never given again."""
         self._last_assigned_id = 0
         self.idempotency = MemoryIdempotencyStore()
 
@@ -65,7 +70,8 @@ class MemoryUserStore:
 
     async def get_account(self, username: str) -> Account:
         stored = self._stored(username)
-        return Account(_copy(stored.user), stored.password_hash)
+        failures = self._failures.get(stored.user.id, NO_FAILURES)
+        return Account(_copy(stored.user), stored.password_hash, failures)
 
     async def update(
         self,
@@ -103,13 +109,30 @@ class MemoryUserStore:
             raise NotFound(not_found(username))
         del self._accounts[user_id]
         del self._ids_by_username[username]
-        for session_id in [i for i, session in self._sessions.items() if session.user_id == user_id]:
-            del self._sessions[session_id]
+        self._failures.pop(user_id, None)
+        self._retired_ids.add(user_id)
+        await self.end_sessions_of(user_id)
 
-    async def add_session(self, session: Session) -> None:
-        if session.user_id not in self._accounts:
+    async def record_login_failure(self, user_id: int, now: float, forget_before: float) -> LoginFailures:
+        if user_id not in self._accounts:
+            return NO_FAILURES
+        earlier = self._failures.get(user_id, NO_FAILURES)
+        count = earlier.count + 1 if earlier.last_at > forget_before else 1
+        self._failures[user_id] = LoginFailures(count, now)
+        return self._failures[user_id]
+
+    async def clear_login_failures(self, user_id: int) -> None:
+        self._failures.pop(user_id, None)
+
+    async def add_session(self, session: Session, password_hash: str) -> None:
+        stored = self._accounts.get(session.user_id)
+        if stored is None or stored.password_hash != password_hash:
             raise NotFound(f"user {session.user_id} not found")
         self._sessions[session.session_id] = _StoredSession(session.user_id, session.expires_at)
+
+    async def end_sessions_of(self, user_id: int) -> None:
+        for session_id in [i for i, session in self._sessions.items() if session.user_id == user_id]:
+            del self._sessions[session_id]
 
     async def is_session_active(self, session_id: str, now: datetime) -> bool:
         session = self._sessions.get(session_id)
@@ -133,7 +156,7 @@ class MemoryUserStore:
         return self._accounts[user_id]
 
     def _check_free(self, user: user_pb2.User) -> None:
-        if user.HasField("id") and user.id in self._accounts:
+        if user.HasField("id") and (user.id in self._accounts or user.id in self._retired_ids):
             raise AlreadyExists(id_taken(user.id))
         if user.username in self._ids_by_username:
             raise AlreadyExists(username_taken(user.username))
@@ -142,9 +165,11 @@ class MemoryUserStore:
         stored = _copy(account.user)
         stored.version = FIRST_VERSION
         if not stored.HasField("id"):
-            # Like the Mongo counter: draw the next number, skipping ids clients chose.
+            # Like the Mongo counter: draw the next number, skipping ids staff chose and retired ones.
             stored.id = next(
-                i for i in itertools.count(self._last_assigned_id + 1) if i not in self._accounts
+                i
+                for i in itertools.count(self._last_assigned_id + 1)
+                if i not in self._accounts and i not in self._retired_ids
             )
             self._last_assigned_id = stored.id
         self._accounts[stored.id] = Account(stored, account.password_hash)

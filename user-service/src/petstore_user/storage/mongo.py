@@ -3,6 +3,9 @@
 FerretDB has no transactions and no TTL indexes, so nothing here relies on either: username
 uniqueness is the unique index's job, a batch is undone by hand, and expired sessions are
 deleted by `delete_expired_sessions`.
+
+A deleted user's document is replaced by a tombstone (documents.retired_document) that keeps
+its `_id`: the id stays taken, so neither a staff create nor the id counter can give it again.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from petstore_common.idempotency import MongoIdempotencyStore
 from petstore_common.mongo import IdAllocator, KeyedLocks, duplicate_key_field, insert_with_new_id, ping
 from petstore_common.versions import check_version
 from petstore_user.storage.base import (
+    NO_FAILURES,
     Account,
+    LoginFailures,
     Session,
     check_distinct,
     id_taken,
@@ -29,10 +34,15 @@ from petstore_user.storage.base import (
     username_taken,
 )
 from petstore_user.storage.documents import (
+    FAILURES_AT_KEY,
+    FAILURES_KEY,
+    LIVE,
     VERSION_KEY,
     Document,
     account_from_document,
     account_to_document,
+    failures_from_document,
+    retired_document,
     session_to_document,
     user_fields,
     user_from_document,
@@ -145,18 +155,55 @@ class MongoUserStore:
         )
 
     async def delete(self, user_id: int, username: str) -> None:
-        result = await self._users.delete_one({"_id": user_id, "username": username})
-        if result.deleted_count == 0:
+        # (FerretDB's findAndModify takes no projection.)
+        replaced = await self._users.find_one_and_replace(
+            {"_id": user_id, "username": username, **LIVE}, retired_document(user_id)
+        )
+        if replaced is None:
             raise NotFound(not_found(username))
-        await self._sessions.delete_many({"user_id": user_id})
+        await self.end_sessions_of(user_id)
 
-    async def add_session(self, session: Session) -> None:
+    async def record_login_failure(self, user_id: int, now: float, forget_before: float) -> LoginFailures:
+        recent: Document = {"_id": user_id, **LIVE, FAILURES_AT_KEY: {"$gt": forget_before}}
+        forgotten: Document = {
+            "_id": user_id,
+            **LIVE,
+            "$or": [{FAILURES_AT_KEY: {"$lte": forget_before}}, {FAILURES_AT_KEY: {"$exists": False}}],
+        }
+        async with self._writing.hold(user_id):  # FerretDB's $inc is a read and a write
+            for _ in range(2):  # a concurrent failure may move the user from one case to the other
+                counted = await self._users.find_one_and_update(
+                    recent,
+                    {"$inc": {FAILURES_KEY: 1}, "$set": {FAILURES_AT_KEY: now}},
+                    return_document=ReturnDocument.AFTER,
+                )
+                if counted is None:
+                    counted = await self._users.find_one_and_update(
+                        forgotten,
+                        {"$set": {FAILURES_KEY: 1, FAILURES_AT_KEY: now}},
+                        return_document=ReturnDocument.AFTER,
+                    )
+                if counted is not None:
+                    return failures_from_document(counted)
+        return NO_FAILURES
+
+    async def clear_login_failures(self, user_id: int) -> None:
+        await self._users.update_one(
+            {"_id": user_id, FAILURES_KEY: {"$exists": True}},
+            {"$unset": {FAILURES_KEY: "", FAILURES_AT_KEY: ""}},
+        )
+
+    async def add_session(self, session: Session, password_hash: str) -> None:
         await self._sessions.insert_one(session_to_document(session))
-        # A delete of the user may have run since the caller read it: look after the insert,
-        # so either this sees the user gone or the delete removes this session.
-        if await self._users.find_one({"_id": session.user_id}, projection={"_id": 1}) is None:
+        # A delete or password change may have run since the caller checked the password: look
+        # after the insert, so either this sees it or its end_sessions_of removes this session.
+        still = {"_id": session.user_id, "password_hash": password_hash, **LIVE}
+        if await self._users.find_one(still, projection={"_id": 1}) is None:
             await self._sessions.delete_one({"_id": session.session_id})
             raise NotFound(f"user {session.user_id} not found")
+
+    async def end_sessions_of(self, user_id: int) -> None:
+        await self._sessions.delete_many({"user_id": user_id})
 
     async def is_session_active(self, session_id: str, now: datetime) -> bool:
         query: Document = {"_id": session_id, "ended": False, "expires_at": {"$gt": now}}
@@ -170,7 +217,7 @@ class MongoUserStore:
         return result.deleted_count
 
     async def _find(self, username: str) -> Document:
-        document = await self._users.find_one({"username": username})
+        document = await self._users.find_one({"username": username, **LIVE})
         if document is None:
             raise NotFound(not_found(username))
         return document

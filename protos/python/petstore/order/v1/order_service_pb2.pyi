@@ -37,8 +37,9 @@ class CreateOrderRequest(_message.Message):
     """
     @_builtins.property
     def order(self) -> _order_pb2.Order:
-        """The order to store; its id is assigned by the server when absent. Its owner is the
-        caller (a customer) or nobody (staff); an owner given here is ignored.
+        """The order to store; its id is assigned by the server when absent, and always for a
+        customer (only staff choose ids). Its owner is the caller (a customer) or nobody (staff);
+        an owner given here is ignored.
         """
 
     @_builtins.property

@@ -87,7 +87,8 @@ class UserServiceServicer:
 
     def CreateUser(self, request, context):
         """Creates a user (signing up is open to everyone); ALREADY_EXISTS when the username or
-        client-chosen id is taken. Only staff set user_status: anybody else's new user has 0.
+        staff-chosen id is taken (a deleted user's id stays taken for good). Only staff set id
+        and user_status: anybody else's id is ignored (a fresh one is drawn) and its status is 0.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -111,7 +112,8 @@ class UserServiceServicer:
 
     def UpdateUser(self, request, context):
         """Replaces a user; PERMISSION_DENIED unless the caller is staff or that user. A customer
-        cannot change its own id or user_status: the stored values are kept.
+        cannot change its own id or user_status: the stored values are kept. A new password
+        ends every session of the user, the caller's included.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -125,8 +127,9 @@ class UserServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Login(self, request, context):
-        """Checks a password and opens a session: INVALID_ARGUMENT on a wrong password,
-        NOT_FOUND for an unknown user.
+        """Checks a password and opens a session: INVALID_ARGUMENT on a wrong or missing password,
+        NOT_FOUND for an unknown user, RESOURCE_EXHAUSTED (with retry-after trailing metadata,
+        in seconds) while the user waits after too many wrong passwords.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -38,7 +38,8 @@ class UserServiceStub:
     def __new__(cls, channel: _aio.Channel) -> UserServiceAsyncStub: ...
     CreateUser: _grpc.UnaryUnaryMultiCallable[_user_service_pb2.CreateUserRequest, _user_service_pb2.CreateUserResponse]
     """Creates a user (signing up is open to everyone); ALREADY_EXISTS when the username or
-    client-chosen id is taken. Only staff set user_status: anybody else's new user has 0.
+    staff-chosen id is taken (a deleted user's id stays taken for good). Only staff set id
+    and user_status: anybody else's id is ignored (a fresh one is drawn) and its status is 0.
     """
     CreateUsers: _grpc.UnaryUnaryMultiCallable[_user_service_pb2.CreateUsersRequest, _user_service_pb2.CreateUsersResponse]
     """Creates several users, all or none; the error names the first one rejected.
@@ -50,13 +51,15 @@ class UserServiceStub:
     """
     UpdateUser: _grpc.UnaryUnaryMultiCallable[_user_service_pb2.UpdateUserRequest, _user_service_pb2.UpdateUserResponse]
     """Replaces a user; PERMISSION_DENIED unless the caller is staff or that user. A customer
-    cannot change its own id or user_status: the stored values are kept.
+    cannot change its own id or user_status: the stored values are kept. A new password
+    ends every session of the user, the caller's included.
     """
     DeleteUser: _grpc.UnaryUnaryMultiCallable[_user_service_pb2.DeleteUserRequest, _user_service_pb2.DeleteUserResponse]
     """Removes a user; PERMISSION_DENIED unless the caller is staff or that user."""
     Login: _grpc.UnaryUnaryMultiCallable[_user_service_pb2.LoginRequest, _user_service_pb2.LoginResponse]
-    """Checks a password and opens a session: INVALID_ARGUMENT on a wrong password,
-    NOT_FOUND for an unknown user.
+    """Checks a password and opens a session: INVALID_ARGUMENT on a wrong or missing password,
+    NOT_FOUND for an unknown user, RESOURCE_EXHAUSTED (with retry-after trailing metadata,
+    in seconds) while the user waits after too many wrong passwords.
     """
     Logout: _grpc.UnaryUnaryMultiCallable[_user_service_pb2.LogoutRequest, _user_service_pb2.LogoutResponse]
     """Ends a session, so its token stops working."""
@@ -73,7 +76,8 @@ class UserServiceAsyncStub(UserServiceStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     CreateUser: _aio.UnaryUnaryMultiCallable[_user_service_pb2.CreateUserRequest, _user_service_pb2.CreateUserResponse]  # type: ignore[assignment]
     """Creates a user (signing up is open to everyone); ALREADY_EXISTS when the username or
-    client-chosen id is taken. Only staff set user_status: anybody else's new user has 0.
+    staff-chosen id is taken (a deleted user's id stays taken for good). Only staff set id
+    and user_status: anybody else's id is ignored (a fresh one is drawn) and its status is 0.
     """
     CreateUsers: _aio.UnaryUnaryMultiCallable[_user_service_pb2.CreateUsersRequest, _user_service_pb2.CreateUsersResponse]  # type: ignore[assignment]
     """Creates several users, all or none; the error names the first one rejected.
@@ -85,13 +89,15 @@ class UserServiceAsyncStub(UserServiceStub):
     """
     UpdateUser: _aio.UnaryUnaryMultiCallable[_user_service_pb2.UpdateUserRequest, _user_service_pb2.UpdateUserResponse]  # type: ignore[assignment]
     """Replaces a user; PERMISSION_DENIED unless the caller is staff or that user. A customer
-    cannot change its own id or user_status: the stored values are kept.
+    cannot change its own id or user_status: the stored values are kept. A new password
+    ends every session of the user, the caller's included.
     """
     DeleteUser: _aio.UnaryUnaryMultiCallable[_user_service_pb2.DeleteUserRequest, _user_service_pb2.DeleteUserResponse]  # type: ignore[assignment]
     """Removes a user; PERMISSION_DENIED unless the caller is staff or that user."""
     Login: _aio.UnaryUnaryMultiCallable[_user_service_pb2.LoginRequest, _user_service_pb2.LoginResponse]  # type: ignore[assignment]
-    """Checks a password and opens a session: INVALID_ARGUMENT on a wrong password,
-    NOT_FOUND for an unknown user.
+    """Checks a password and opens a session: INVALID_ARGUMENT on a wrong or missing password,
+    NOT_FOUND for an unknown user, RESOURCE_EXHAUSTED (with retry-after trailing metadata,
+    in seconds) while the user waits after too many wrong passwords.
     """
     Logout: _aio.UnaryUnaryMultiCallable[_user_service_pb2.LogoutRequest, _user_service_pb2.LogoutResponse]  # type: ignore[assignment]
     """Ends a session, so its token stops working."""
@@ -111,7 +117,8 @@ class UserServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_user_service_pb2.CreateUserResponse, _abc.Awaitable[_user_service_pb2.CreateUserResponse]]:
         """Creates a user (signing up is open to everyone); ALREADY_EXISTS when the username or
-        client-chosen id is taken. Only staff set user_status: anybody else's new user has 0.
+        staff-chosen id is taken (a deleted user's id stays taken for good). Only staff set id
+        and user_status: anybody else's id is ignored (a fresh one is drawn) and its status is 0.
         """
 
     @_abc_1.abstractmethod
@@ -141,7 +148,8 @@ class UserServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_user_service_pb2.UpdateUserResponse, _abc.Awaitable[_user_service_pb2.UpdateUserResponse]]:
         """Replaces a user; PERMISSION_DENIED unless the caller is staff or that user. A customer
-        cannot change its own id or user_status: the stored values are kept.
+        cannot change its own id or user_status: the stored values are kept. A new password
+        ends every session of the user, the caller's included.
         """
 
     @_abc_1.abstractmethod
@@ -158,8 +166,9 @@ class UserServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _user_service_pb2.LoginRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_user_service_pb2.LoginResponse, _abc.Awaitable[_user_service_pb2.LoginResponse]]:
-        """Checks a password and opens a session: INVALID_ARGUMENT on a wrong password,
-        NOT_FOUND for an unknown user.
+        """Checks a password and opens a session: INVALID_ARGUMENT on a wrong or missing password,
+        NOT_FOUND for an unknown user, RESOURCE_EXHAUSTED (with retry-after trailing metadata,
+        in seconds) while the user waits after too many wrong passwords.
         """
 
     @_abc_1.abstractmethod

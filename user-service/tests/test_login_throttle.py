@@ -1,0 +1,47 @@
+"""The login wait's figures, and the README's account of them, read from the one source."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from petstore_user.common_passwords import common_passwords
+from petstore_user.login_throttle import (
+    FORGET_AFTER_SECONDS,
+    FREE_FAILURES,
+    MAX_WAIT_SECONDS,
+    seconds_to_wait,
+    wait_after,
+)
+from petstore_user.passwords import MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS
+from petstore_user.storage.base import LoginFailures
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+
+
+def test_the_wait_doubles_from_one_second_after_the_free_failures() -> None:
+    assert [wait_after(n) for n in range(FREE_FAILURES)] == [0] * FREE_FAILURES
+    assert [wait_after(FREE_FAILURES + n) for n in range(4)] == [1, 2, 4, 8]
+    assert wait_after(10_000) == MAX_WAIT_SECONDS
+
+
+def test_the_wait_runs_from_the_last_failure_and_ends_by_itself() -> None:
+    failures = LoginFailures(FREE_FAILURES + 2, last_at=1000.0)  # a wait of 4 s
+    assert seconds_to_wait(failures, 1000.0) == 4
+    assert seconds_to_wait(failures, 1003.5) == 1  # whole seconds, rounded up
+    assert seconds_to_wait(failures, 1004.0) == 0
+    assert seconds_to_wait(LoginFailures(10_000, last_at=1000.0), 1000.0 + FORGET_AFTER_SECONDS) == 0
+
+
+def test_the_readme_states_the_figures_of_the_source() -> None:
+    hours = FORGET_AFTER_SECONDS // 3600
+    for stated in (
+        f"The first {FREE_FAILURES} in a row are free",
+        f"up to {MAX_WAIT_SECONDS} s before the next attempt",
+        f"no failure for {hours} hours",
+        f"{FREE_FAILURES} free, then a wait of 1, 2, 4 ... {MAX_WAIT_SECONDS} s",
+        f"forgotten after {hours} h",
+        f"{len(common_passwords()):,} most common passwords",
+        f"{MIN_PASSWORD_CHARS} to {MAX_PASSWORD_CHARS} characters",
+        f"a new password {MIN_PASSWORD_CHARS}..{MAX_PASSWORD_CHARS} characters",
+    ):
+        assert stated in " ".join(README.split()), stated
