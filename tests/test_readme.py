@@ -81,8 +81,9 @@ def matches(expected: str, output: str) -> bool:
     return re.search(pattern, output, re.DOTALL) is not None
 
 
-def run_examples(commands: list[Command], origin: str) -> list[str]:
-    """The output of each command, run one after another in one bash process."""
+def run_examples(commands: list[Command], origin: str, workdir: Path) -> list[str]:
+    """The output of each command, run one after another in one bash process in `workdir`
+    (where files the examples write land)."""
     script = ["set -u"]
     for number, command in enumerate(commands):
         script.append(command.text.replace(README_ORIGIN, origin))
@@ -90,6 +91,7 @@ def run_examples(commands: list[Command], origin: str) -> list[str]:
         script.append(f'echo; echo "{_SEPARATOR.format(number)} $?"')
     result = subprocess.run(
         ["bash", "-c", "\n".join(script)],
+        cwd=workdir,
         capture_output=True,
         text=True,
         timeout=COMMAND_TIMEOUT_SECONDS,
@@ -147,13 +149,14 @@ def test_the_extraction_keeps_continuations_and_expectations_together() -> None:
     assert not matches('{"id":…,"username":"ada"}', '{"id":7,"username":"bob"}')
 
 
-def test_every_readme_example_answers_as_the_readme_says(stack: Stack) -> None:
+def test_every_readme_example_answers_as_the_readme_says(stack: Stack, tmp_path: Path) -> None:
     commands = example_commands(README.read_text())
-    outputs = run_examples(commands, stack.base_url.removesuffix("/v2"))
+    origin = stack.base_url.removesuffix("/v2")
+    outputs = run_examples(commands, origin, tmp_path)
     wrong = [
         f"README.md:{command.line}: {command.text!r}\n  expected to contain: {expected}\n  got: {output!r}"
         for command, output in zip(commands, outputs, strict=True)
         for expected in command.expected
-        if not matches(expected, output)
+        if not matches(expected.replace(README_ORIGIN, origin), output)
     ]
     assert wrong == [], "\n".join(wrong)

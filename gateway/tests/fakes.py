@@ -72,6 +72,7 @@ class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
         self.get_calls = 0
         self.pets: dict[int, pet_pb2.Pet] = {}
         self.images: list[pet_service_pb2.UploadPetImageRequest] = []
+        """Every upload accepted, in order; image i (from 1) has the id f"{i:032x}"."""
         self.last_list: pet_service_pb2.ListPetsRequest | None = None
         self.callers: list[caller_pb2.Caller] = []
         """The caller of every change, in order."""
@@ -229,10 +230,36 @@ class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
         await self._get(request.pet_id, context)
         if not request.content_type.startswith("image/"):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the file must be an image")
+        pet = await self._get(request.pet_id, context)
+        if len([image for image in self.images if image.pet_id == request.pet_id]) >= 2:
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION, f"pet {request.pet_id} has 2 images already"
+            )
         self.images.append(request)
+        image_id = f"{len(self.images):032x}"
+        photo_url = f"{request.images_base_url}/{image_id}"
+        pet.photo_urls.append(photo_url)
+        pet.version += 1
+        self.publish(pet.id, pet.version)
         return pet_service_pb2.UploadPetImageResponse(
-            image_id=f"img-{len(self.images)}", size_bytes=len(request.data)
+            image_id=image_id,
+            size_bytes=len(request.data),
+            media_type=request.content_type,
+            photo_url=photo_url,
+            pet=pet,
         )
+
+    async def GetPetImage(
+        self, request: pet_service_pb2.GetPetImageRequest, context: Context
+    ) -> pet_service_pb2.GetPetImageResponse:
+        """Anyone; the image must be this pet's (the media type stored is the one uploaded here)."""
+        index = int(request.image_id, 16) - 1 if request.image_id.isalnum() else -1
+        if not 0 <= index < len(self.images) or self.images[index].pet_id != request.pet_id:
+            await context.abort(
+                grpc.StatusCode.NOT_FOUND, f"pet {request.pet_id} has no image {request.image_id}"
+            )
+        image = self.images[index]
+        return pet_service_pb2.GetPetImageResponse(media_type=image.content_type, data=image.data)
 
 
 class FakeOrderService(order_service_pb2_grpc.OrderServiceServicer):
@@ -242,6 +269,7 @@ class FakeOrderService(order_service_pb2_grpc.OrderServiceServicer):
         self.pet_service_down = False
         self.callers: list[caller_pb2.Caller] = []
         """The caller of every call, in order."""
+        self.last_list: order_service_pb2.ListOrdersRequest | None = None
         self._next_id = 0
 
     async def CreateOrder(
@@ -279,6 +307,33 @@ class FakeOrderService(order_service_pb2_grpc.OrderServiceServicer):
         if self.orders.pop(request.id, None) is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"order {request.id} not found")
         return order_service_pb2.DeleteOrderResponse()
+
+    async def ListOrders(
+        self, request: order_service_pb2.ListOrdersRequest, context: Context
+    ) -> order_service_pb2.ListOrdersResponse:
+        """The order service's rule: a customer's own orders (another owner's is refused), staff
+        any; the page token is the last id (enough for the gateway's tests)."""
+        self.callers.append(request.caller)
+        self.last_list = request
+        owner: int | None = request.owner_user_id if request.HasField("owner_user_id") else None
+        if request.caller.kind == caller_pb2.CALLER_KIND_CUSTOMER:
+            if owner is not None and owner != request.caller.user_id:
+                await context.abort(grpc.StatusCode.PERMISSION_DENIED, "a customer lists only its own orders")
+            owner = request.caller.user_id
+        elif request.caller.kind != caller_pb2.CALLER_KIND_STAFF:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, "sign in first")
+        after = int(request.page_token) if request.page_token.isdigit() else 0
+        matches = [
+            order
+            for order_id, order in sorted(self.orders.items())
+            if order_id > after
+            and (not request.statuses or order.status in request.statuses)
+            and (not request.HasField("pet_id") or order.pet_id == request.pet_id)
+            and (owner is None or (order.HasField("owner_user_id") and order.owner_user_id == owner))
+        ]
+        page = matches[: request.page_size]
+        token = str(page[-1].id) if len(matches) > len(page) else ""
+        return order_service_pb2.ListOrdersResponse(orders=page, next_page_token=token)
 
     async def UpdateOrderStatus(
         self, request: order_service_pb2.UpdateOrderStatusRequest, context: Context

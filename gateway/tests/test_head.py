@@ -15,6 +15,8 @@ SAMPLES = {
     "/v2/pet/findByTags": ["/v2/pet/findByTags?tags=cute", "/v2/pet/findByTags?tags="],
     "/v2/pet/{petId}": ["/v2/pet/1", "/v2/pet/99", "/v2/pet/abc"],
     "/v2/store/inventory": ["/v2/store/inventory"],
+    "/v2/pet/{petId}/images/{imageId}": ["/v2/pet/1/images/" + "0" * 32, "/v2/pet/1/images/x"],
+    "/v2/store/order": ["/v2/store/order", "/v2/store/order?status=lost"],
     "/v2/store/order/{orderId}": ["/v2/store/order/1", "/v2/store/order/2"],
     "/v2/user/login": ["/v2/user/login?username=ann&password=pw", "/v2/user/login?username=ann"],
     "/v2/user/logout": ["/v2/user/logout"],

@@ -5,10 +5,9 @@ from urllib.parse import parse_qsl
 import pytest
 from multidict import MultiDict, MultiDictProxy
 
+from petstore_common.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from petstore_gateway.errors import ApiError
 from petstore_gateway.params import (
-    DEFAULT_PAGE_SIZE,
-    MAX_PAGE_SIZE,
     parse_id,
     parse_limit,
     query_values,

@@ -88,6 +88,37 @@ def test_trusted_proxies_are_networks_and_a_bad_one_refuses_to_start() -> None:
         GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": SECRET, "TRUSTED_PROXIES": "ingress"})
 
 
+@pytest.mark.parametrize(
+    ("value", "stored"),
+    [
+        ("", ""),
+        ("https://shop.example", "https://shop.example"),
+        ("https://shop.example/", "https://shop.example"),
+        ("http://10.0.0.7:8080/petstore", "http://10.0.0.7:8080/petstore"),
+    ],
+)
+def test_public_base_url_is_an_http_url_without_a_trailing_slash(value: str, stored: str) -> None:
+    settings = GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": SECRET, "PUBLIC_BASE_URL": value})
+    assert settings.public_base_url == stored
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "shop.example",
+        "ftp://shop.example",
+        "https://shop.example/?q=1",
+        "https://shop.example/#top",
+        "https://user:pw@shop.example",
+        "https://shop example",
+        "https://shop.example/" + "p" * 1024,
+    ],
+)
+def test_a_bad_public_base_url_refuses_to_start(value: str) -> None:
+    with pytest.raises(SettingsError, match="PUBLIC_BASE_URL"):
+        GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": SECRET, "PUBLIC_BASE_URL": value})
+
+
 def test_sign_ups_default_to_20_an_hour_per_address_as_the_readme_says() -> None:
     defaults = GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": SECRET})
     off = GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": SECRET, "SIGNUP_RATE_LIMIT_PER_HOUR": "0"})

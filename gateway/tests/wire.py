@@ -13,7 +13,7 @@ from defusedxml.ElementTree import fromstring as parse_xml
 
 # Elements whose text stays text even when it looks like a number.
 TEXT_ELEMENTS = frozenset({"message", "name", "username", "firstName", "lastName", "email", "phone"})
-LIST_ITEMS = {"photoUrls": "photoUrl", "tags": "tag", "pets": "Pet", "users": "User"}
+LIST_ITEMS = {"photoUrls": "photoUrl", "tags": "tag", "pets": "Pet", "users": "User", "orders": "Order"}
 _INTEGER = re.compile(r"-?[0-9]+")
 
 

@@ -20,13 +20,15 @@ from petstore_common.settings import ServiceSettings
 from petstore_pet.service import SERVICE_NAME, build_definition
 from petstore_pet.storage.memory import MemoryPetStore
 
+from .image_files import image_file
+
 if TYPE_CHECKING:
     from petstore.pet.v1.pet_service_pb2_grpc import PetServiceAsyncStub
 
 AVAILABLE = pet_pb2.PET_STATUS_AVAILABLE
 SOLD = pet_pb2.PET_STATUS_SOLD
 STAFF = callers.staff()
-PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 100
+PNG = image_file("PNG")
 
 
 @pytest.fixture
@@ -315,17 +317,30 @@ async def test_an_uploaded_image_is_stored(stub: PetServiceAsyncStub, store: Mem
         ({"pet_id": 99}, grpc.StatusCode.NOT_FOUND, "pet 99 not found"),
         ({"pet_id": 0}, grpc.StatusCode.INVALID_ARGUMENT, "petId must be positive"),
         ({"data": b""}, grpc.StatusCode.INVALID_ARGUMENT, "image data is required"),
-        ({"data": b"GIF89a"}, grpc.StatusCode.INVALID_ARGUMENT, "image data is not image/png"),
-        ({"data": PNG * 10_000}, grpc.StatusCode.INVALID_ARGUMENT, "image must be at most 1048576 bytes"),
         (
-            {"content_type": "text/plain"},
+            {"data": b"\x89PNG\r\n\x1a\n" + b"\x00" * 100},
             grpc.StatusCode.INVALID_ARGUMENT,
-            "the file's Content-Type must be one of image/gif, image/jpeg, image/png, image/webp",
+            "file is not a complete PNG, JPEG, GIF or WebP image",
+        ),
+        (
+            {"data": PNG + bytes(1024 * 1024)},
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "image must be at most 1048576 bytes",
         ),
         (
             {"additional_metadata": "m" * 1025},
             grpc.StatusCode.INVALID_ARGUMENT,
             "additionalMetadata must be at most 1024 characters",
+        ),
+        (
+            {"additional_metadata": "front\x1bview"},
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "additionalMetadata must not contain control characters",
+        ),
+        (
+            {"images_base_url": "https://shop.example/" + "p" * 2048},
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "the image's URL must be at most 2048 characters",
         ),
     ],
 )

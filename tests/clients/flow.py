@@ -51,7 +51,20 @@ ALL_STEPS = (
     "logoutUser",
     "deleteUser",
 )
+OUR_STEPS = tuple(
+    step
+    for name in ALL_STEPS
+    for step in (
+        (name, "getPetImage")
+        if name == "uploadFile"
+        else (name, "listOrders")
+        if name == "getOrderById"
+        else (name,)
+    )
+)
+"""Every step, and the operations only our descriptions have (the classic one lacks them)."""
 _SESSION = re.compile(r"logged in user session:([A-Za-z0-9._-]+)")
+_IMAGE_URL = re.compile(r", at (\S+/images/([0-9a-f]{32}))$")
 
 
 def status_of(failure: BaseException) -> int | None:
@@ -71,6 +84,7 @@ class Flow:
     pet_id: int = field(default_factory=lambda: random.randrange(10**6, 2**40))
     order_id: int = field(default_factory=lambda: random.randrange(10**6, 2**40))
     token: str = ""
+    image_id: str = ""
     failures: dict[str, BaseException] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -219,7 +233,15 @@ class Flow:
         )
         assert answer.code == 200, answer
         assert answer.message.startswith("additionalMetadata: front\nimage "), answer
-        assert answer.message.endswith(f", {len(PNG)} bytes"), answer
+        assert f" stored, {len(PNG)} bytes, image/png, at " in answer.message, answer
+        found = _IMAGE_URL.search(answer.message)
+        assert found, answer
+        assert found.group(1) in self.fetched_pet().photo_urls  # classic clients see the photo
+        self.image_id = found.group(2)
+
+    def getPetImage(self) -> None:
+        image = self.call(self.pets.get_pet_image, self.pet_id, self.image_id)
+        assert bytes(image) == PNG
 
     def deletePet(self) -> None:
         self.call(self.pets.delete_pet, self.pet_id)
@@ -243,6 +265,12 @@ class Flow:
         order = self.call(self.store.get_order_by_id, self.order_id)
         assert (order.id, order.pet_id, order.status) == (self.order_id, self.pet_id, "placed")
         assert order.ship_date == datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+    def listOrders(self) -> None:
+        found = self.call(self.store.list_orders, status=["placed", "approved"], pet_id=self.pet_id, limit=10)
+        assert [order.id for order in found] == [self.order_id], found
+        # The order was placed with the static key: no customer owns it, this flow's user included.
+        assert self.call(self.store.list_orders, username=self.username) == []
 
     def getInventory(self) -> None:
         inventory = self.call(self.store.get_inventory)

@@ -621,6 +621,12 @@ def form_cases() -> Iterable[Case]:
             (400,),
         ),
         ("file-as-text-field", [("file", None, "text/plain", b"x")], (400,)),
+        ("png-signature-only", [("file", "a.png", "image/png", png)], (400,)),
+        (
+            "metadata-control-characters",
+            [("file", "a.png", "image/png", png), ("additionalMetadata", None, "text/plain", b"a\x1b[2Jb")],
+            (400,),
+        ),
         ("no-file", [("additionalMetadata", None, "text/plain", b"x")], (400,)),
     )
     for name, parts, statuses in uploads:

@@ -383,6 +383,7 @@ def tiny_png() -> bytes:
 
 
 PNG = tiny_png()
+NOT_AN_IMAGE = "file is not a complete PNG, JPEG, GIF or WebP image"
 
 
 def image_form(
@@ -412,24 +413,33 @@ async def test_upload_image(api: Api, unique: str, fmt: str) -> None:
     pet = await create(api, a_pet(unique))
     reply = await upload(api, pet["id"], image_form(), fmt)
     message = success_message(reply, fmt)
-    assert re.fullmatch(
-        rf"additionalMetadata: front view\nimage [0-9a-f]{{32}} stored, {len(PNG)} bytes", message
+    named = re.fullmatch(
+        rf"additionalMetadata: front view\nimage ([0-9a-f]{{32}}) stored, {len(PNG)} bytes, "
+        r"image/png, at (\S+)",
+        message,
     )
+    assert named is not None, message
+    assert named[2] == f"{api.base_url}/pet/{pet['id']}/images/{named[1]}"
     without = await upload(api, pet["id"], image_form(metadata=None), fmt)
     assert success_message(without, fmt).startswith("additionalMetadata: null\n")
     other_id = re.findall(r"image (\S+) stored", success_message(without, fmt))
     assert other_id
     assert other_id[0] not in message  # each upload is its own image
-    assert parse(await api.call("GET", f"/pet/{pet['id']}"), JSON) == pet
+    stored = parse(await api.call("GET", f"/pet/{pet['id']}"), JSON)
+    assert stored == {**pet, "photoUrls": [*pet["photoUrls"], named[2], f"{named[2][:-32]}{other_id[0]}"]}
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 async def test_upload_image_refuses_what_is_not_an_image(api: Api, unique: str, fmt: str) -> None:
     pet = await create(api, a_pet(unique))
     declared_text = await upload(api, pet["id"], image_form(b"hello", "text/plain"), fmt)
-    assert "the file's Content-Type must be one of" in failure(declared_text, 400, fmt)
-    fake_png = await upload(api, pet["id"], image_form(b"GIF89a not really a png", "image/png"), fmt)
-    assert failure(fake_png, 400, fmt) == "image data is not image/png"
+    assert failure(declared_text, 400, fmt) == NOT_AN_IMAGE
+    fake_png = await upload(
+        api, pet["id"], image_form(b"\x89PNG\r\n\x1a\n only the signature", "image/png"), fmt
+    )
+    assert failure(fake_png, 400, fmt) == NOT_AN_IMAGE
+    truncated = await upload(api, pet["id"], image_form(PNG[:41]), fmt)  # cut inside its pixel data
+    assert failure(truncated, 400, fmt) == NOT_AN_IMAGE
     empty = await upload(api, pet["id"], image_form(b""), fmt)
     assert failure(empty, 400, fmt) == "image data is required"
     no_file = FormData()
@@ -472,7 +482,7 @@ async def test_upload_image_over_the_size_cap_is_413(api: Api, unique: str, fmt:
     assert failure(reply, 413, fmt) == f"request body is larger than {MEBIBYTE} bytes"
     just_under = PNG + b"\x00" * (MEBIBYTE - len(PNG) - 4096)  # room for the multipart framing
     fits = await upload(api, pet["id"], image_form(just_under), fmt)
-    assert success_message(fits, fmt).endswith(f" stored, {len(just_under)} bytes")
+    assert f" stored, {len(just_under)} bytes, image/png, at " in success_message(fits, fmt)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

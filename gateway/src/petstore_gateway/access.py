@@ -17,7 +17,9 @@ class Access(Enum):
 
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})
 _ROUTES = {
-    # Orders are private: nobody reads one without saying who they are.
+    # Orders are private: nobody reads one, or a list of them, without saying who they are.
+    ("GET", "/v2/store/order"): Access.REQUIRED,
+    ("HEAD", "/v2/store/order"): Access.REQUIRED,
     ("GET", "/v2/store/order/{orderId}"): Access.REQUIRED,
     ("HEAD", "/v2/store/order/{orderId}"): Access.REQUIRED,
     # Anyone sees the public view of a user; the user itself and staff see the whole record.

@@ -18,6 +18,7 @@ from petstore_gateway.client_address import FORWARDED_FOR_HEADER, client_address
 from petstore_gateway.cors import preflight_headers, response_headers
 from petstore_gateway.credentials import request_credential
 from petstore_gateway.errors import ApiError
+from petstore_gateway.images import IMAGE_ROUTE
 from petstore_gateway.keys import AUTHENTICATOR, METRICS, PRINCIPAL, RATE_LIMITS, RESPONSE_TYPE, SETTINGS
 from petstore_gateway.metrics import route_template
 from petstore_gateway.negotiation import JSON_RESPONSE, choose_response_type, not_acceptable
@@ -196,6 +197,7 @@ async def negotiation_middleware(request: web.Request, handler: Handler) -> web.
             request.match_info.http_exception is None
             and request.path.startswith(API_PREFIX)
             and route_template(request) not in DOCUMENT_ROUTES  # the description and docs: own type
+            and route_template(request) != IMAGE_ROUTE  # an image: its own type
         ):
             raise not_acceptable()
         chosen = JSON_RESPONSE  # /metrics and health probes answer anyway

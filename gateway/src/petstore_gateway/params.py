@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
+from petstore_common.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from petstore_gateway.errors import ApiError
 
 INT64_MAX = 2**63 - 1
-DEFAULT_PAGE_SIZE = 100
-MAX_PAGE_SIZE = 1000
 NEXT_PAGE_HEADER = "X-Next-Page-Token"
 PAGE_TOKEN_PARAM = "pageToken"  # noqa: S105 - a query parameter name, not a secret
 LIMIT_PARAM = "limit"
@@ -74,3 +73,13 @@ def parse_limit(raw: str | None) -> int:
     if _DIGITS.fullmatch(raw) and 1 <= int(raw) <= MAX_PAGE_SIZE:
         return int(raw)
     raise ApiError(400, f"{LIMIT_PARAM} must be an integer from 1 to {MAX_PAGE_SIZE}")
+
+
+def page_request(query: Mapping[str, str]) -> tuple[int, str]:
+    """The page size (`limit`) and the `pageToken` of a list request: every list reads them so."""
+    return parse_limit(query.get(LIMIT_PARAM)), query.get(PAGE_TOKEN_PARAM, "")
+
+
+def next_page_headers(next_page_token: str) -> dict[str, str] | None:
+    """The header that tells a client more items match, and how to ask for them."""
+    return {NEXT_PAGE_HEADER: next_page_token} if next_page_token else None

@@ -12,6 +12,8 @@ from petstore_gateway.client_address import Network, parse_networks
 
 ANY_ORIGIN = "*"
 _ORIGIN = re.compile(r"https?://[^/\s?#]+")
+_PUBLIC_BASE_URL = re.compile(r"https?://[^/\s?#@]+(/[^\s?#]*[^\s?#/])?")
+MAX_PUBLIC_BASE_URL_CHARS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +57,9 @@ class GatewaySettings:
     instance_id: str = ""
     """Echoed by /livez as X-Instance-ID: the process runner sets a fresh one per run, to know
     that the gateway answering on the port is the one it started."""
+    public_base_url: str = ""
+    """scheme://host[:port][/prefix] clients reach the gateway at, for the image URLs it stores
+    in photoUrls; empty: each upload's own scheme and Host."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -83,7 +88,19 @@ class GatewaySettings:
             pet_watch_silence_seconds=env_float(env, "PET_WATCH_SILENCE_SECONDS", 6.0, minimum=0.1),
             workers=env_int(env, "GATEWAY_WORKERS", 1, minimum=1),
             instance_id=_instance_id(env),
+            public_base_url=_public_base_url(env),
         )
+
+
+def _public_base_url(env: Mapping[str, str]) -> str:
+    """PUBLIC_BASE_URL: an http(s) URL without query, fragment, credentials or trailing slash."""
+    value = env_str(env, "PUBLIC_BASE_URL", "").rstrip("/")
+    if value and (len(value) > MAX_PUBLIC_BASE_URL_CHARS or not _PUBLIC_BASE_URL.fullmatch(value)):
+        raise SettingsError(
+            "PUBLIC_BASE_URL must be http(s)://host[:port][/path] without query, fragment or "
+            f"credentials, at most {MAX_PUBLIC_BASE_URL_CHARS} characters"
+        )
+    return value
 
 
 def _trusted_proxies(env: Mapping[str, str]) -> tuple[Network, ...]:

@@ -19,9 +19,11 @@ import pytest
 from grpc_health.v1 import health, health_pb2_grpc
 
 from petstore.order.v1 import order_pb2
+from petstore.pet.v1 import pet_service_pb2
 from petstore.user.v1 import user_pb2
 from petstore_common.grpc_server import NO_PORT_SHARING
 from petstore_gateway.clients import ServiceClients
+from petstore_gateway.images import IMAGE_ROUTE
 from petstore_gateway.settings import GatewaySettings
 
 from ..conftest import STATIC_KEY, Client, serve_gateway
@@ -84,8 +86,10 @@ VALID = [
         "/v2/pet/1/uploadImage",
         lambda: {"data": _upload(), "headers": KEY},
     ),
+    Call("GET", "/v2/pet/{petId}/images/{imageId}", "/v2/pet/1/images/" + f"{1:032x}"),
     Call("GET", "/v2/store/inventory", "/v2/store/inventory"),
     Call("POST", "/v2/store/order", "/v2/store/order", lambda: {"json": {"petId": 1}, "headers": KEY}),
+    Call("GET", "/v2/store/order", "/v2/store/order", lambda: {"headers": KEY}),
     Call("GET", "/v2/store/order/{orderId}", "/v2/store/order/1", lambda: {"headers": KEY}),
     Call("DELETE", "/v2/store/order/{orderId}", "/v2/store/order/1", lambda: {"headers": KEY}),
     Call(
@@ -124,8 +128,12 @@ CALLS = {(call.method, call.route): call for call in VALID}
 
 
 def _seed(backend: FakeBackend) -> None:
-    """Pet 1, order 1, users ann (1) and bob (2), and open sessions for bob and cat; nothing else."""
+    """Pet 1 with image 1, order 1, users ann (1) and bob (2), and open sessions for bob and cat;
+    nothing else."""
     backend.pet.pets.clear()
+    backend.pet.images[:] = [
+        pet_service_pb2.UploadPetImageRequest(pet_id=1, content_type="image/png", data=PNG)
+    ]
     backend.order.orders.clear()
     backend.user.users.clear()
     backend.pet.add(1, "Rex", tags=("cute",))
@@ -169,7 +177,7 @@ async def test_without_an_api_key_secured_operations_are_401(
         if operations(documents["swagger"])[(call.method, call.route)].get("security")
         == [{"api_key": []}, {"bearer": []}]
     ]
-    assert len(secured) == 13
+    assert len(secured) == 14
     for call in secured:
         headers = {k: v for k, v in call.kwargs().get("headers", {}).items() if k != "api_key"}
         response = await call.send(client, headers=headers)
@@ -187,7 +195,7 @@ async def test_every_call_takes_its_credential_as_bearer_too(client: Client, bac
             moved += 1
         response = await call.send(client, headers=headers)
         assert response.status == 200, (call.route, await response.text())
-    assert moved == 14  # the thirteen operations that need a key, and logout
+    assert moved == 15  # the fourteen operations that need a key, and logout
 
 
 async def test_credentials_that_disagree_are_400_everywhere(
@@ -209,6 +217,10 @@ async def test_an_accept_we_cannot_meet_is_406_everywhere(
         response = await call.send(
             client, headers={**call.kwargs().get("headers", {}), "Accept": "text/html"}
         )
+        if call.route == IMAGE_ROUTE:  # an image is what it is, whatever Accept says
+            assert response.status == 200
+            assert 406 not in statuses(documents["swagger"], call.method, call.route)
+            continue
         assert response.status == 406, call.route
         _assert_documented(documents, call, 406)
 
@@ -355,6 +367,12 @@ BAD_INPUT: list[tuple[str, str, str, dict[str, Any], int]] = [
     ("POST", "/v2/store/order", "/v2/store/order", _json({"petId": 1, "status": "lost"}), 400),
     ("POST", "/v2/store/order", "/v2/store/order", _xml(b"<Order><quantity>2</quantity></Order>"), 400),
     ("POST", "/v2/store/order", "/v2/store/order", _json({"petId": 99}), 404),
+    ("GET", "/v2/pet/{petId}/images/{imageId}", "/v2/pet/1/images/xyz", {}, 400),
+    ("GET", "/v2/pet/{petId}/images/{imageId}", "/v2/pet/1/images/" + "f" * 32, {}, 404),
+    ("GET", "/v2/store/order", "/v2/store/order?status=lost", {"headers": KEY}, 400),
+    ("GET", "/v2/store/order", "/v2/store/order?petId=0", {"headers": KEY}, 400),
+    ("GET", "/v2/store/order", "/v2/store/order?username=nobody", {"headers": KEY}, 404),
+    ("GET", "/v2/store/order", "/v2/store/order?username=ann", {"headers": {"api_key": BOB_SESSION}}, 403),
     ("GET", "/v2/store/order/{orderId}", "/v2/store/order/1.5", {"headers": KEY}, 400),
     ("GET", "/v2/store/order/{orderId}", "/v2/store/order/99", {"headers": KEY}, 404),
     ("DELETE", "/v2/store/order/{orderId}", "/v2/store/order/x", {"headers": KEY}, 400),

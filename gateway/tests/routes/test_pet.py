@@ -330,10 +330,11 @@ async def test_upload_image(client: Client, backend: FakeBackend, wire: Wire) ->
         "/v2/pet/8/uploadImage", data=image_form(), headers={**KEY, "Accept": wire.value}
     )
     assert response.status == 200
+    url = f"http://{client.host}:{client.port}/v2/pet/8/images/{1:032x}"
     assert await wire.read(response) == {
         "code": 200,
         "type": "unknown",
-        "message": "additionalMetadata: front view\nimage img-1 stored, 10 bytes",
+        "message": f"additionalMetadata: front view\nimage {1:032x} stored, 10 bytes, image/png, at {url}",
     }
     stored = backend.pet.images[0]
     assert (stored.pet_id, stored.data, stored.content_type) == (8, b"\x89PNG-bytes", "image/png")

@@ -9,7 +9,9 @@ A customer's new order gets an id the store draws: the one it sends is ignored.
 
 Who may see an order is decided here: staff see every order; a customer sees only the orders it
 placed, and another customer's order is NOT_FOUND with the same message as an absent one, so a
-guessed id tells nothing (AIP-211). Anybody else is PERMISSION_DENIED.
+guessed id tells nothing (AIP-211). Anybody else is PERMISSION_DENIED. Lists follow the same
+rule: a customer's list is its own orders, and asking for another owner's is PERMISSION_DENIED
+(the customer is told it may not, rather than shown an empty list that looks like an answer).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from petstore_common.idempotency import (
     Reservation,
     create_under_reserved_id,
 )
+from petstore_common.paging import decode_page_token, encode_page_token, filter_fingerprint, page_size
 from petstore_order import validation
 from petstore_order.pets import PetDirectory
 from petstore_order.storage.base import STATUS_NAMES, OrderStore, Status, not_found
@@ -37,6 +40,7 @@ Context = grpc.aio.ServicerContext[Any, Any]
 SIGN_IN_FIRST = "orders are for customers and staff: sign in first"
 NEW_ORDER_FOR_CUSTOMERS = "a new order is placed and not complete: status and complete are set by staff"
 STAFF_ONLY = "only staff may move an order on"
+OWN_ORDERS_ONLY = "a customer lists only its own orders"
 PLACED = order_pb2.ORDER_STATUS_PLACED
 APPROVED = order_pb2.ORDER_STATUS_APPROVED
 DELIVERED = order_pb2.ORDER_STATUS_DELIVERED
@@ -122,6 +126,25 @@ class OrderServicer(order_service_pb2_grpc.OrderServiceServicer):
                 return order_service_pb2.UpdateOrderStatusResponse(order=moved)
         raise Aborted(f"order {order_id} kept changing; retry")
 
+    async def ListOrders(
+        self, request: order_service_pb2.ListOrdersRequest, context: Context
+    ) -> order_service_pb2.ListOrdersResponse:
+        owner = _owner_of_list(request)
+        statuses = list(request.statuses)
+        for status in statuses:
+            if status not in STATUS_NAMES:
+                raise InvalidArgument(f"status must be one of {', '.join(STATUS_NAMES.values())}")
+        pet_id = validation.check_id(request.pet_id, "petId") if request.HasField("pet_id") else None
+        size = page_size(request.page_size)
+        fingerprint = filter_fingerprint(statuses, [pet_id or 0], [owner or 0])
+        after_id = decode_page_token(request.page_token, fingerprint)
+        # One extra order tells whether another page exists without a second query.
+        orders = await self._store.find(
+            statuses=statuses, pet_id=pet_id, owner_user_id=owner, after_id=after_id, limit=size + 1
+        )
+        next_token = encode_page_token(orders[size - 1].id, fingerprint) if len(orders) > size else ""
+        return order_service_pb2.ListOrdersResponse(orders=orders[:size], next_page_token=next_token)
+
     async def _visible_order(self, caller: caller_pb2.Caller, order_id: int) -> order_pb2.Order:
         """The order when this caller may see it; NotFound, exactly as for an absent order, when
         it belongs to somebody else."""
@@ -152,3 +175,17 @@ def _owner_of_new_order(caller: caller_pb2.Caller) -> int | None:
     if customer is None and not is_staff(caller):
         raise PermissionDenied(SIGN_IN_FIRST)
     return customer
+
+
+def _owner_of_list(request: order_service_pb2.ListOrdersRequest) -> int | None:
+    """Whose orders a list may show: a customer's own, whatever it asked; for staff, the owner
+    asked for, or everybody's (None)."""
+    customer = customer_id(request.caller)
+    asked = validation.check_id(request.owner_user_id, "owner") if request.HasField("owner_user_id") else None
+    if customer is not None:
+        if asked is not None and asked != customer:
+            raise PermissionDenied(OWN_ORDERS_ONLY)
+        return customer
+    if not is_staff(request.caller):
+        raise PermissionDenied(SIGN_IN_FIRST)
+    return asked

@@ -230,3 +230,73 @@ async def test_of_racing_moves_from_one_status_exactly_one_wins(store: OrderStor
     )
 
     assert sum(order is not None for order in moved) == 1
+
+
+PLACED = order_pb2.ORDER_STATUS_PLACED
+DELIVERED = order_pb2.ORDER_STATUS_DELIVERED
+
+
+async def _some_orders(store: OrderStore) -> list[order_pb2.Order]:
+    """Orders of two customers (7 and 8) and of nobody, for two pets, in every status."""
+    made = [
+        an_order(1, id=1, owner_user_id=7),
+        an_order(2, id=2, owner_user_id=8),
+        order_pb2.Order(id=3, pet_id=1, quantity=1, owner_user_id=7, status=APPROVED),
+        an_order(1, id=4),  # staff's: nobody owns it
+        order_pb2.Order(id=5, pet_id=2, quantity=1, owner_user_id=7),  # stored without a status
+        order_pb2.Order(id=6, pet_id=2, quantity=1, owner_user_id=7, status=DELIVERED),
+    ]
+    return [await store.create(order) for order in made]
+
+
+async def _found_ids(store: OrderStore, **filters: object) -> list[int]:
+    arguments: dict[str, object] = {
+        "statuses": (),
+        "pet_id": None,
+        "owner_user_id": None,
+        "after_id": 0,
+        "limit": 100,
+    }
+    arguments.update(filters)
+    return [order.id for order in await store.find(**arguments)]  # type: ignore[arg-type]
+
+
+async def test_find_without_filters_lists_every_order_by_id(store: OrderStore) -> None:
+    orders = await _some_orders(store)
+
+    found = await store.find(statuses=(), pet_id=None, owner_user_id=None, after_id=0, limit=100)
+
+    assert found == orders
+
+
+async def test_find_by_owner_shows_only_that_customers_orders(store: OrderStore) -> None:
+    await _some_orders(store)
+
+    assert await _found_ids(store, owner_user_id=7) == [1, 3, 5, 6]
+    assert await _found_ids(store, owner_user_id=8) == [2]
+    assert await _found_ids(store, owner_user_id=9) == []
+
+
+async def test_find_by_status_reads_an_absent_status_as_placed(store: OrderStore) -> None:
+    await _some_orders(store)
+
+    assert await _found_ids(store, statuses=[PLACED]) == [1, 2, 4, 5]
+    assert await _found_ids(store, statuses=[APPROVED, DELIVERED]) == [3, 6]
+    assert await _found_ids(store, statuses=[DELIVERED, DELIVERED]) == [6]
+
+
+async def test_find_filters_combine(store: OrderStore) -> None:
+    await _some_orders(store)
+
+    assert await _found_ids(store, owner_user_id=7, pet_id=1) == [1, 3]
+    assert await _found_ids(store, owner_user_id=7, pet_id=2, statuses=[PLACED]) == [5]
+    assert await _found_ids(store, pet_id=2) == [2, 5, 6]
+
+
+async def test_find_pages_after_an_id(store: OrderStore) -> None:
+    await _some_orders(store)
+
+    assert await _found_ids(store, limit=2) == [1, 2]
+    assert await _found_ids(store, after_id=2, limit=2) == [3, 4]
+    assert await _found_ids(store, owner_user_id=7, after_id=3, limit=1) == [5]
+    assert await _found_ids(store, after_id=6) == []

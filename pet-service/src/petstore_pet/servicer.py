@@ -7,25 +7,27 @@ checks the caller first, so a customer learns nothing (not even whether a pet ex
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 
-from petstore.pet.v1 import pet_service_pb2, pet_service_pb2_grpc
+from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
 from petstore_common.callers import require_staff
-from petstore_common.errors import ServiceError
+from petstore_common.errors import Aborted, FailedPrecondition, ServiceError
 from petstore_common.idempotency import (
     DEFAULT_TTL_SECONDS,
     Idempotency,
     Reservation,
     create_under_reserved_id,
 )
+from petstore_common.paging import decode_page_token, encode_page_token, filter_fingerprint, page_size
 from petstore_common.versions import required_versions
 from petstore_pet import validation
 from petstore_pet.changes import PetChange, Position, Subscription
-from petstore_pet.paging import decode_page_token, encode_page_token, filter_fingerprint
+from petstore_pet.images import MAX_IMAGES_PER_PET, decoded_media_type
 from petstore_pet.storage.base import PetImage, PetStore
 
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -34,6 +36,10 @@ STAFF_ONLY = "only staff may change the catalogue"
 HEARTBEAT_SECONDS = 5.0
 """A WatchPets stream without changes still sends a message this often: a watcher that hears
 nothing for a few periods knows its stream is dead even when no connection error says so."""
+DECODES_AT_ONCE = 2
+"""Image decodes that may run at once (each off the event loop, up to 64 MiB of pixels)."""
+PHOTO_URL_ATTEMPTS = 8
+"""Compare-and-set rounds adding an image's URL to its pet may lose to other writers."""
 
 
 class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
@@ -47,6 +53,7 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
         self._store = store
         self._heartbeat_seconds = heartbeat_seconds
         self._idempotency = Idempotency(store.idempotency, ttl_seconds=idempotency_ttl_seconds)
+        self._decoding = asyncio.Semaphore(DECODES_AT_ONCE)
 
     async def GetPet(
         self, request: pet_service_pb2.GetPetRequest, context: Context
@@ -87,7 +94,7 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
     ) -> pet_service_pb2.ListPetsResponse:
         statuses, tag_names = list(request.statuses), list(request.tag_names)
         validation.check_list_filter(statuses, tag_names)
-        size = validation.page_size(request.page_size)
+        size = page_size(request.page_size)
         fingerprint = filter_fingerprint(statuses, tag_names)
         after_id = decode_page_token(request.page_token, fingerprint)
         # One extra pet tells whether another page exists without a second query.
@@ -105,20 +112,57 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
     async def UploadPetImage(
         self, request: pet_service_pb2.UploadPetImageRequest, context: Context
     ) -> pet_service_pb2.UploadPetImageResponse:
+        """Decode, store, then add the image's URL to its pet. The client's content type is not
+        trusted: the stored media type is the decoded format's."""
         require_staff(request.caller, STAFF_ONLY)
         pet_id = validation.check_id(request.pet_id, "petId")
-        content_type = validation.image_content_type(request.content_type, request.data)
         validation.check_image_details(request.additional_metadata, request.file_name)
+        image_id = uuid.uuid4().hex
+        photo_url = f"{request.images_base_url}/{image_id}" if request.images_base_url else ""
+        if photo_url:
+            validation.check_text(photo_url, "the image's URL", max_chars=validation.MAX_PHOTO_URL_CHARS)
+        pet = await self._store.get(pet_id)
+        if photo_url:
+            _check_room_for_a_photo(pet)
+        async with self._decoding:
+            media_type = await asyncio.to_thread(decoded_media_type, request.data)
         image = PetImage(
-            image_id=uuid.uuid4().hex,
+            image_id=image_id,
             pet_id=pet_id,
-            content_type=content_type,
+            content_type=media_type,
             data=request.data,
             additional_metadata=request.additional_metadata,
             file_name=request.file_name,
         )
-        await self._store.add_image(image)
-        return pet_service_pb2.UploadPetImageResponse(image_id=image.image_id, size_bytes=image.size)
+        await self._store.add_image(image, max_images=MAX_IMAGES_PER_PET)
+        if photo_url:
+            try:
+                pet = await self._add_photo_url(pet_id, photo_url)
+            except BaseException:
+                await self._store.delete_image(image_id)  # no image without its URL on the pet
+                raise
+        return pet_service_pb2.UploadPetImageResponse(
+            image_id=image_id, size_bytes=image.size, media_type=media_type, photo_url=photo_url, pet=pet
+        )
+
+    async def _add_photo_url(self, pet_id: int, photo_url: str) -> pet_pb2.Pet:
+        """The pet with `photo_url` appended, written only over the version it was read at."""
+        for _ in range(PHOTO_URL_ATTEMPTS):
+            pet = await self._store.get(pet_id)
+            _check_room_for_a_photo(pet)
+            pet.photo_urls.append(photo_url)
+            try:
+                return await self._store.update(pet, ["photo_urls"], accepted_versions=[pet.version])
+            except FailedPrecondition:
+                continue  # somebody wrote the pet since it was read: read it again
+        raise Aborted(f"pet {pet_id} is being changed by others; try again")
+
+    async def GetPetImage(
+        self, request: pet_service_pb2.GetPetImageRequest, context: Context
+    ) -> pet_service_pb2.GetPetImageResponse:
+        pet_id = validation.check_id(request.pet_id, "pet_id")
+        image = await self._store.get_image(pet_id, validation.check_image_id(request.image_id))
+        return pet_service_pb2.GetPetImageResponse(media_type=image.content_type, data=image.data)
 
     async def WatchPets(
         self, request: pet_service_pb2.WatchPetsRequest, context: Context
@@ -134,6 +178,13 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
                     yield _watch_message(subscription, batch)
         except ServiceError as exc:
             await context.abort(exc.code, exc.message)
+
+
+def _check_room_for_a_photo(pet: pet_pb2.Pet) -> None:
+    if len(pet.photo_urls) >= validation.MAX_PHOTO_URLS:
+        raise FailedPrecondition(
+            f"pet {pet.id} has {validation.MAX_PHOTO_URLS} photoUrls already: there is no room for another"
+        )
 
 
 def _watch_message(

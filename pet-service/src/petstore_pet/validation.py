@@ -16,19 +16,9 @@ MAX_PHOTO_URLS = 64
 MAX_PHOTO_URL_CHARS = 2048
 MAX_TAGS = 64
 MAX_TAG_NAME_FILTERS = 64
-DEFAULT_PAGE_SIZE = 100
-MAX_PAGE_SIZE = 1000
-MAX_IMAGE_BYTES = 1024 * 1024
+IMAGE_ID_CHARS = 32
 MAX_IMAGE_METADATA_CHARS = 1024
 MAX_FILE_NAME_CHARS = 256
-
-# What each accepted image type's bytes must start with.
-_IMAGE_SIGNATURES: dict[str, tuple[bytes, ...]] = {
-    "image/png": (b"\x89PNG\r\n\x1a\n",),
-    "image/jpeg": (b"\xff\xd8\xff",),
-    "image/gif": (b"GIF87a", b"GIF89a"),
-    "image/webp": (b"RIFF",),  # plus "WEBP" at offset 8, checked below
-}
 
 
 def check_id(value: int, field: str = "id") -> int:
@@ -109,38 +99,16 @@ def check_list_filter(statuses: Sequence[Status], tag_names: Sequence[str]) -> N
         check_text(name, f"tags[{index}]")
 
 
-def page_size(requested: int) -> int:
-    """The server's default when zero, its cap when larger."""
-    if requested < 0:
-        raise InvalidArgument("limit must not be negative")
-    if requested == 0:
-        return DEFAULT_PAGE_SIZE
-    return min(requested, MAX_PAGE_SIZE)
-
-
-def image_content_type(content_type: str, data: bytes) -> str:
-    """The accepted media type of an upload whose bytes really are that type."""
-    media_type = content_type.split(";", 1)[0].strip().lower()
-    if media_type not in _IMAGE_SIGNATURES:
-        raise InvalidArgument(
-            f"the file's Content-Type must be one of {', '.join(sorted(_IMAGE_SIGNATURES))}"
-        )
-    if not data:
-        raise InvalidArgument("image data is required")
-    if len(data) > MAX_IMAGE_BYTES:
-        raise InvalidArgument(f"image must be at most {MAX_IMAGE_BYTES} bytes")
-    matches = data.startswith(_IMAGE_SIGNATURES[media_type])
-    if media_type == "image/webp":
-        matches = matches and data[8:12] == b"WEBP"
-    if not matches:
-        raise InvalidArgument(f"image data is not {media_type}")
-    return media_type
-
-
 def check_image_details(additional_metadata: str, file_name: str) -> None:
-    if len(additional_metadata) > MAX_IMAGE_METADATA_CHARS:
-        raise InvalidArgument(f"additionalMetadata must be at most {MAX_IMAGE_METADATA_CHARS} characters")
+    check_text(additional_metadata, "additionalMetadata", max_chars=MAX_IMAGE_METADATA_CHARS)
     check_text(file_name, "the file's filename", max_chars=MAX_FILE_NAME_CHARS)
+
+
+def check_image_id(image_id: str) -> str:
+    """Image ids are 32 lowercase hex digits (a UUID's), as UploadPetImage makes them."""
+    if len(image_id) != IMAGE_ID_CHARS or not all(char in "0123456789abcdef" for char in image_id):
+        raise InvalidArgument(f"image_id must be {IMAGE_ID_CHARS} lowercase hexadecimal digits")
+    return image_id
 
 
 def _check_label(label: pet_pb2.Category | pet_pb2.Tag, field: str) -> None:

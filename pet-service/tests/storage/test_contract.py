@@ -237,7 +237,9 @@ async def test_every_committed_write_is_streamed_in_commit_order(
             await store.update(pet_pb2.Pet(id=created.id, name="Max"), ["name"])
             other = await store.create(a_pet())
             await store.delete(created.id)
-            await store.add_image(PetImage("i1", other.id, "image/png", b"x", "", ""))  # not a pet write
+            await store.add_image(
+                PetImage("i1", other.id, "image/png", b"x", "", ""), max_images=16
+            )  # not a pet write
 
             changes = await _changes(subscription, 4)
     except ChangesUnsupported:
@@ -357,28 +359,81 @@ async def test_images_are_stored_with_their_pet(store: PetStore) -> None:
     pet = await store.create(a_pet())
     other = await store.create(a_pet())
 
-    await store.add_image(an_image(pet.id, "a" * 32))
-    await store.add_image(an_image(other.id, "b" * 32))
+    await store.add_image(an_image(pet.id, "a" * 32), max_images=16)
+    await store.add_image(an_image(other.id, "b" * 32), max_images=16)
 
     assert await store.list_images(pet.id) == [an_image(pet.id, "a" * 32)]
 
 
 async def test_an_image_of_an_unknown_pet_is_not_found(store: PetStore) -> None:
     with pytest.raises(NotFound, match=r"^pet 31 not found$"):
-        await store.add_image(an_image(31))
+        await store.add_image(an_image(31), max_images=16)
     assert await store.list_images(31) == []
 
 
 async def test_delete_removes_the_pets_images(store: PetStore) -> None:
     pet = await store.create(a_pet())
     other = await store.create(a_pet())
-    await store.add_image(an_image(pet.id, "a" * 32))
-    await store.add_image(an_image(other.id, "b" * 32))
+    await store.add_image(an_image(pet.id, "a" * 32), max_images=16)
+    await store.add_image(an_image(other.id, "b" * 32), max_images=16)
 
     await store.delete(pet.id)
 
     assert await store.list_images(pet.id) == []
     assert len(await store.list_images(other.id)) == 1
+
+
+async def test_an_image_is_read_back_by_its_pet_and_id(store: PetStore) -> None:
+    pet = await store.create(a_pet())
+    other = await store.create(a_pet())
+    await store.add_image(an_image(pet.id, "a" * 32), max_images=16)
+
+    assert await store.get_image(pet.id, "a" * 32) == an_image(pet.id, "a" * 32)
+    with pytest.raises(NotFound, match=rf"^pet {other.id} has no image a{{32}}$"):
+        await store.get_image(other.id, "a" * 32)  # the id, under another pet
+    with pytest.raises(NotFound, match=rf"^pet {pet.id} has no image c{{32}}$"):
+        await store.get_image(pet.id, "c" * 32)
+
+
+async def test_a_pet_keeps_at_most_max_images(store: PetStore) -> None:
+    pet = await store.create(a_pet())
+    other = await store.create(a_pet())
+    for index in range(3):
+        await store.add_image(an_image(pet.id, f"{index:032x}"), max_images=3)
+
+    with pytest.raises(FailedPrecondition, match=rf"^pet {pet.id} has 3 images already: at most 3 are kept$"):
+        await store.add_image(an_image(pet.id, "f" * 32), max_images=3)
+
+    assert len(await store.list_images(pet.id)) == 3
+    await store.add_image(an_image(other.id, "f" * 32), max_images=3)  # another pet's count is its own
+
+
+async def test_racing_uploads_never_pass_max_images(store: PetStore) -> None:
+    pet = await store.create(a_pet())
+
+    async def add(index: int) -> bool:
+        try:
+            await store.add_image(an_image(pet.id, f"{index:032x}"), max_images=3)
+        except FailedPrecondition:
+            return False
+        return True
+
+    stored = await asyncio.gather(*(add(index) for index in range(12)))
+
+    assert sum(stored) <= 3  # racers for the last places may all lose; none gets past
+    assert len(await store.list_images(pet.id)) == sum(stored)
+
+
+async def test_delete_image_removes_only_that_image(store: PetStore) -> None:
+    pet = await store.create(a_pet())
+    await store.add_image(an_image(pet.id, "a" * 32), max_images=2)
+    await store.add_image(an_image(pet.id, "b" * 32), max_images=2)
+
+    await store.delete_image("a" * 32)
+    await store.delete_image("a" * 32)  # already gone: nothing happens
+
+    assert await store.list_images(pet.id) == [an_image(pet.id, "b" * 32)]
+    await store.add_image(an_image(pet.id, "c" * 32), max_images=2)  # its place is free again
 
 
 async def test_stored_pets_are_copies(store: PetStore) -> None:

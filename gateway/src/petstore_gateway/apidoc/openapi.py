@@ -142,7 +142,11 @@ def _response(response: Json, produces: list[str]) -> Json:
             for name, header in response["headers"].items()
         }
     if "schema" in response:
-        converted["content"] = {media_type: {"schema": response["schema"]} for media_type in produces}
+        # Bytes (an image) go out in the image types the operation produces, documents in the others.
+        schema = response["schema"]
+        binary = schema.get("format") == "binary"
+        types = [t for t in produces if t.startswith("image/") == binary]
+        converted["content"] = {media_type: {"schema": schema} for media_type in types}
     return converted
 
 

@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from petstore_common.idempotency import MAX_KEY_CHARS
+from petstore_common.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from petstore_gateway.access import Access, access_of
 from petstore_gateway.idempotency import IDEMPOTENCY_KEY_HEADER, REPLAYED_HEADER
+from petstore_gateway.images import IMAGE_CACHE_CONTROL, IMAGE_HEADERS
 from petstore_gateway.middlewares import API_PREFIX
 from petstore_gateway.negotiation import OFFERED
 from petstore_gateway.params import (
-    DEFAULT_PAGE_SIZE,
     LIMIT_PARAM,
-    MAX_PAGE_SIZE,
     NEXT_PAGE_HEADER,
     PAGE_TOKEN_PARAM,
 )
@@ -75,6 +75,10 @@ MAX_PHOTO_URL_CHARS = 2048
 MAX_TAGS = 64
 MAX_TAG_NAME_FILTERS = 64
 MAX_IMAGE_METADATA_CHARS = 1024
+# pet-service images.py
+MAX_IMAGES_PER_PET = 16
+MAX_IMAGE_PIXELS = 4096 * 4096
+IMAGE_MEDIA_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 MAX_PAGE_TOKEN_CHARS = 256
 """Tokens are opaque and short (about 50 characters); longer ones are never valid."""
 # order-service validation.py
@@ -293,27 +297,33 @@ USERNAME = {
     "maxLength": MAX_USERNAME_CHARS,
     "pattern": USERNAME_PATTERN,
 }
-PAGING: tuple[Json, ...] = (
-    {
-        "name": LIMIT_PARAM,
-        "in": "query",
-        "description": "Most pets to return",
-        "required": False,
-        "type": "integer",
-        "format": "int32",
-        "minimum": 1,
-        "maximum": MAX_PAGE_SIZE,
-        "default": DEFAULT_PAGE_SIZE,
-    },
-    {
-        "name": PAGE_TOKEN_PARAM,
-        "in": "query",
-        "description": f"The {NEXT_PAGE_HEADER} of the previous page",
-        "required": False,
-        "type": "string",
-        "maxLength": MAX_PAGE_TOKEN_CHARS,
-    },
-)
+
+
+def _paging(items: str) -> tuple[Json, ...]:
+    return (
+        {
+            "name": LIMIT_PARAM,
+            "in": "query",
+            "description": f"Most {items} to return",
+            "required": False,
+            "type": "integer",
+            "format": "int32",
+            "minimum": 1,
+            "maximum": MAX_PAGE_SIZE,
+            "default": DEFAULT_PAGE_SIZE,
+        },
+        {
+            "name": PAGE_TOKEN_PARAM,
+            "in": "query",
+            "description": f"The {NEXT_PAGE_HEADER} of the previous page",
+            "required": False,
+            "type": "string",
+            "maxLength": MAX_PAGE_TOKEN_CHARS,
+        },
+    )
+
+
+PAGING = _paging("pets")
 
 
 def _body(schema: Json, description: str) -> Json:
@@ -350,6 +360,17 @@ PETS_RESPONSE = _ok(
     {NEXT_PAGE_HEADER: {"type": "string", "description": f"More pets match: send it as {PAGE_TOKEN_PARAM}"}},
 )
 
+ORDERS_RESPONSE = _ok(
+    "successful operation",
+    {"type": "array", "items": ref("Order"), "xml": {"name": "orders", "wrapped": True}},
+    {
+        NEXT_PAGE_HEADER: {
+            "type": "string",
+            "description": f"More orders match: send it as {PAGE_TOKEN_PARAM}",
+        }
+    },
+)
+
 INVALID_ID = "Invalid ID supplied"
 PET_NOT_FOUND = "Pet not found"
 ORDER_NOT_FOUND = "Order not found"
@@ -381,6 +402,8 @@ class Operation:
     """Answers with an ETag and honours If-None-Match (304): added by `_render`."""
     conditional_write: bool = False
     """Honours If-Match (412): added by `_render`."""
+    produces: tuple[str, ...] = BODY_MEDIA_TYPES
+    """What its answers may be (an image: its own type, and errors in JSON or XML)."""
 
 
 OPERATIONS: tuple[Operation, ...] = (
@@ -526,9 +549,11 @@ OPERATIONS: tuple[Operation, ...] = (
         "uploads an image",
         _message("the stored image's id and size in message"),
         {
-            400: "Invalid ID, form or image (PNG, JPEG, GIF or WebP only)",
+            400: "Invalid ID, form, additionalMetadata or image (a PNG, JPEG, GIF or WebP that decodes "
+            f"whole, at most {MAX_IMAGE_PIXELS} pixels), or a Host header that is no host",
             403: STAFF_ONLY,
             404: PET_NOT_FOUND,
+            409: f"The pet has {MAX_IMAGES_PER_PET} images, or {MAX_PHOTO_URLS} photoUrls, already",
         },
         (
             PET_ID,
@@ -539,17 +564,54 @@ OPERATIONS: tuple[Operation, ...] = (
                 "required": False,
                 "type": "string",
                 "maxLength": MAX_IMAGE_METADATA_CHARS,
+                "pattern": TEXT_PATTERN,
             },
             {
                 "name": "file",
                 "in": "formData",
-                "description": "The image; its bytes must match its Content-Type",
+                "description": "The image: PNG, JPEG, GIF or WebP, decoded before it is stored (its own "
+                "Content-Type is not believed)",
                 "required": True,
                 "type": "file",
             },
         ),
         (MULTIPART,),
-        description=STAFF_ONLY_NOTE,
+        description=f"{STAFF_ONLY_NOTE} The image is served at /pet/{{petId}}/images/{{imageId}}; that URL, "
+        "absolute, is added to the pet's photoUrls (the pet's version moves on) and named in message. "
+        f"At most {MAX_IMAGES_PER_PET} images per pet; they are deleted with their pet.",
+    ),
+    Operation(
+        "get",
+        "/pet/{petId}/images/{imageId}",
+        "getPetImage",
+        "pet",
+        "An uploaded image of a pet",
+        _ok(
+            "The image, in the media type it was stored with",
+            {"type": "string", "format": "binary"},
+            {
+                "Cache-Control": {"type": "string", "enum": [IMAGE_CACHE_CONTROL]},
+                "X-Content-Type-Options": {
+                    "type": "string",
+                    "enum": [IMAGE_HEADERS["X-Content-Type-Options"]],
+                },
+            },
+        ),
+        {400: "Invalid petId or imageId", 404: "The pet has no such image"},
+        (
+            PET_ID,
+            {
+                "name": "imageId",
+                "in": "path",
+                "description": "ID of the image, as uploadFile named it",
+                "required": True,
+                "type": "string",
+                "pattern": "^[0-9a-f]{32}$",
+            },
+        ),
+        description="Open to anyone. An image never changes: its ETag holds for ever; any cache may keep it.",
+        conditional_read=True,
+        produces=(*IMAGE_MEDIA_TYPES, *BODY_MEDIA_TYPES),
     ),
     Operation(
         "get",
@@ -573,6 +635,53 @@ OPERATIONS: tuple[Operation, ...] = (
         description="An order placed with a customer's session belongs to that customer; "
         "one placed with a static key belongs to no customer.",
         idempotent=True,
+    ),
+    Operation(
+        "get",
+        "/store/order",
+        "listOrders",
+        "store",
+        "Lists orders: a customer's own, or any for staff",
+        ORDERS_RESPONSE,
+        {
+            400: "Invalid status, petId, username, limit or pageToken",
+            403: "A customer named another user as username",
+            404: "No user has this username",
+        },
+        (
+            {
+                "name": "status",
+                "in": "query",
+                "description": "Only orders with any of these statuses (all when left out): repeat the "
+                "parameter or separate values by commas (status[]=a and status[0]=a are read too)",
+                "required": False,
+                "type": "array",
+                "items": {"type": "string", "enum": list(ORDER_STATUSES)},
+                "collectionFormat": "multi",
+            },
+            {
+                "name": "petId",
+                "in": "query",
+                "description": "Only orders of this pet",
+                "required": False,
+                "type": "integer",
+                "format": "int64",
+                "minimum": 1,
+            },
+            {
+                "name": "username",
+                "in": "query",
+                "description": "Only orders this user placed (staff; a customer may name only itself)",
+                "required": False,
+                "type": "string",
+                "minLength": 1,
+                "maxLength": MAX_USERNAME_CHARS,
+                "pattern": USERNAME_PATTERN,
+            },
+            *_paging("orders"),
+        ),
+        description="Orders in id order, a page at a time. A customer sees only its own orders and "
+        "naming another user is 403; staff see every order, including those placed with a static key.",
     ),
     Operation(
         "get",
@@ -797,8 +906,9 @@ def _derived_errors(op: Operation, max_body_bytes: int) -> dict[int, str]:
             )
         else:
             errors[415] = f"Content-Type missing or not one of {', '.join(op.consumes)}"
-    offered = ", ".join(t.content_type for t in OFFERED)
-    errors[406] = f"Accept allows none of {offered} (the error is then JSON)"
+    if op.produces == BODY_MEDIA_TYPES:  # an image is served whatever Accept says
+        offered = ", ".join(t.content_type for t in OFFERED)
+        errors[406] = f"Accept allows none of {offered} (the error is then JSON)"
     if op.conditional_write:
         errors[412] = "If-Match names a version that is no longer the stored one, or nothing is stored"
     if op.idempotent:
@@ -873,7 +983,7 @@ def _render(op: Operation, max_body_bytes: int) -> Json:
     rendered["operationId"] = op.operation_id
     if op.consumes:
         rendered["consumes"] = list(op.consumes)
-    rendered["produces"] = list(BODY_MEDIA_TYPES)
+    rendered["produces"] = list(op.produces)
     rendered["parameters"] = [dict(parameter) for parameter in op.parameters]
     if op.idempotent:
         rendered["parameters"].append(dict(IDEMPOTENCY_KEY))

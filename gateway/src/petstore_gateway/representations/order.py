@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -10,21 +10,20 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from petstore.order.v1 import order_pb2
 from petstore_gateway.representations.fields import as_object, get_bool, get_int, get_str
-from petstore_gateway.representations.shapes import Document, InvalidRepresentation, Obj, Scalar
+from petstore_gateway.representations.shapes import Document, InvalidRepresentation, ListOf, Obj, Scalar
 
-ORDER = Document(
-    "Order",
-    Obj(
-        {
-            "id": Scalar.INT,
-            "petId": Scalar.INT,
-            "quantity": Scalar.INT,
-            "shipDate": Scalar.STR,
-            "status": Scalar.STR,
-            "complete": Scalar.BOOL,
-        }
-    ),
+ORDER_SHAPE = Obj(
+    {
+        "id": Scalar.INT,
+        "petId": Scalar.INT,
+        "quantity": Scalar.INT,
+        "shipDate": Scalar.STR,
+        "status": Scalar.STR,
+        "complete": Scalar.BOOL,
+    }
 )
+ORDER = Document("Order", ORDER_SHAPE)
+ORDERS = Document("orders", ListOf("Order", ORDER_SHAPE))
 
 ORDER_STATUSES: Mapping[str, order_pb2.OrderStatus.ValueType] = {
     "placed": order_pb2.ORDER_STATUS_PLACED,
@@ -104,6 +103,17 @@ def format_utc(timestamp: Timestamp) -> str:
         f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
         f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}.{moment.microsecond // 1000:03d}Z"
     )
+
+
+def parse_order_status(name: str) -> order_pb2.OrderStatus.ValueType:
+    status = ORDER_STATUSES.get(name)
+    if status is None:
+        raise InvalidRepresentation(f"status must be one of {', '.join(ORDER_STATUSES)}")
+    return status
+
+
+def orders_to_wire(orders: Iterable[order_pb2.Order]) -> list[dict[str, Any]]:
+    return [order_to_wire(order) for order in orders]
 
 
 def order_to_wire(order: order_pb2.Order) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,17 +24,12 @@ from petstore_gateway.bodies import (
 from petstore_gateway.errors import ApiError, Overrides
 from petstore_gateway.etags import IF_MATCH, if_match_precondition, matches_version, versioned_etag
 from petstore_gateway.idempotency import KEY_REUSED_IS_422, idempotency_key, replay_headers
+from petstore_gateway.images import IMAGE_ROUTE, image_response, image_url_path
 from petstore_gateway.keys import CLIENTS, PET_CACHE, PRINCIPAL
 from petstore_gateway.negotiation import BodyFormat
-from petstore_gateway.params import (
-    LIMIT_PARAM,
-    NEXT_PAGE_HEADER,
-    PAGE_TOKEN_PARAM,
-    parse_id,
-    parse_limit,
-    query_values,
-)
+from petstore_gateway.params import next_page_headers, page_request, parse_id, query_values
 from petstore_gateway.pet_cache import CachedPet
+from petstore_gateway.public_url import public_base_url
 from petstore_gateway.representations.pet import (
     PET,
     PET_STATUSES,
@@ -49,6 +45,9 @@ from petstore_gateway.rpc import call
 SERVICE = "pet"
 # The classic API answers 405 "Invalid input" for a pet body or form that fails validation.
 INVALID_INPUT_IS_405 = {grpc.StatusCode.INVALID_ARGUMENT: 405}
+# A pet with as many images or photo URLs as it may keep takes no more.
+UPLOAD_OVERRIDES = {grpc.StatusCode.FAILED_PRECONDITION: 409}
+_IMAGE_ID = re.compile(r"[0-9a-f]{32}")
 # With If-Match, a version that moved on, or no pet at all, fails the precondition (RFC 9110 13.1.1).
 CONDITIONAL_WRITE = INVALID_INPUT_IS_405 | {
     grpc.StatusCode.FAILED_PRECONDITION: 412,
@@ -117,11 +116,9 @@ async def update_pet(request: web.Request) -> web.Response:
 
 
 async def _list_pets(request: web.Request, query: pet_service_pb2.ListPetsRequest) -> web.Response:
-    query.page_size = parse_limit(request.query.get(LIMIT_PARAM))
-    query.page_token = request.query.get(PAGE_TOKEN_PARAM, "")
+    query.page_size, query.page_token = page_request(request.query)
     reply = await call(request, request.app[CLIENTS].pet.ListPets, query, service=SERVICE)
-    headers = {NEXT_PAGE_HEADER: reply.next_page_token} if reply.next_page_token else None
-    return respond(request, pets_to_wire(reply.pets), PETS, headers=headers)
+    return respond(request, pets_to_wire(reply.pets), PETS, headers=next_page_headers(reply.next_page_token))
 
 
 @routes.get("/v2/pet/findByStatus")
@@ -259,19 +256,43 @@ async def upload_image(request: web.Request) -> web.Response:
     metadata = form.get("additionalMetadata")
     if metadata is not None and not isinstance(metadata, str):
         raise ApiError(400, "additionalMetadata must be a text field")
+    try:
+        reply = await call(
+            request,
+            request.app[CLIENTS].pet.UploadPetImage,
+            pet_service_pb2.UploadPetImageRequest(
+                pet_id=pet_id,
+                content_type=content_type,
+                data=data,
+                additional_metadata=metadata or "",
+                file_name=file_name,
+                caller=request[PRINCIPAL].caller(),
+                images_base_url=public_base_url(request) + image_url_path(pet_id),
+            ),
+            service=SERVICE,
+            overrides=UPLOAD_OVERRIDES,
+        )
+    finally:
+        request.app[PET_CACHE].written(pet_id)  # its photoUrls changed: read-your-writes
+    shown = "null" if metadata is None else metadata  # what the classic server printed
+    message = (
+        f"additionalMetadata: {shown}\nimage {reply.image_id} stored, {reply.size_bytes} bytes, "
+        f"{reply.media_type}, at {reply.photo_url}"
+    )
+    return respond_message(request, message)
+
+
+@routes.get(IMAGE_ROUTE)
+async def get_pet_image(request: web.Request) -> web.Response:
+    """An uploaded image, to anyone, in the media type it was stored with."""
+    pet_id = parse_id(request.match_info["petId"], "petId")
+    image_id = request.match_info["imageId"]
+    if not _IMAGE_ID.fullmatch(image_id):
+        raise ApiError(400, "Invalid ID supplied: imageId must be 32 lowercase hexadecimal digits")
     reply = await call(
         request,
-        request.app[CLIENTS].pet.UploadPetImage,
-        pet_service_pb2.UploadPetImageRequest(
-            pet_id=pet_id,
-            content_type=content_type,
-            data=data,
-            additional_metadata=metadata or "",
-            file_name=file_name,
-            caller=request[PRINCIPAL].caller(),
-        ),
+        request.app[CLIENTS].pet.GetPetImage,
+        pet_service_pb2.GetPetImageRequest(pet_id=pet_id, image_id=image_id),
         service=SERVICE,
     )
-    shown = "null" if metadata is None else metadata  # what the classic server printed
-    message = f"additionalMetadata: {shown}\nimage {reply.image_id} stored, {reply.size_bytes} bytes"
-    return respond_message(request, message)
+    return image_response(request, image_id, reply.media_type, reply.data)

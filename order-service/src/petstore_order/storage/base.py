@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Protocol, TypeAlias
 
 from petstore.order.v1 import order_pb2
@@ -67,3 +67,16 @@ class OrderStore(Protocol):
     ) -> order_pb2.Order | None:
         """Compare-and-set: the order with its new status and completeness, or None (nothing
         changed) when its status is no longer `expected`; NotFound when absent."""
+
+    async def find(
+        self,
+        *,
+        statuses: Collection[Status],
+        pet_id: int | None,
+        owner_user_id: int | None,
+        after_id: int,
+        limit: int,
+    ) -> list[order_pb2.Order]:
+        """Orders with any of `statuses` (every status when empty; an order stored without one
+        is placed), of `pet_id` and owned by `owner_user_id` when those are given, by id, only
+        ids above `after_id`, at most `limit` of them."""

@@ -6,6 +6,7 @@ No method awaits while it reads or writes, so on one event loop each call is ato
 from __future__ import annotations
 
 import itertools
+from collections.abc import Collection
 
 from petstore.order.v1 import order_pb2
 from petstore_common.errors import AlreadyExists, NotFound
@@ -67,6 +68,32 @@ class MemoryOrderStore:
             return None
         stored.status, stored.complete = status, complete
         return _copy(stored)
+
+    async def find(
+        self,
+        *,
+        statuses: Collection[Status],
+        pet_id: int | None,
+        owner_user_id: int | None,
+        after_id: int,
+        limit: int,
+    ) -> list[order_pb2.Order]:
+        wanted = set(statuses)
+        found: list[order_pb2.Order] = []
+        for order_id in sorted(i for i in self._orders if i > after_id):
+            if len(found) >= limit:
+                break
+            order = self._orders[order_id]
+            if wanted and (order.status or order_pb2.ORDER_STATUS_PLACED) not in wanted:
+                continue
+            if pet_id is not None and order.pet_id != pet_id:
+                continue
+            if owner_user_id is not None and (
+                not order.HasField("owner_user_id") or order.owner_user_id != owner_user_id
+            ):
+                continue
+            found.append(_copy(order))
+        return found
 
     def _stored(self, order_id: int) -> order_pb2.Order:
         try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
@@ -30,6 +32,9 @@ class MongoOrderStore:
         await self.idempotency.ensure_indexes()
         # The orders of a pet are what an operator looks for when a pet goes away.
         await self._orders.create_index("pet_id")
+        # A customer's list (owner, then status); staff's lists by status alone.
+        await self._orders.create_index([("owner_user_id", 1), ("status", 1), ("_id", 1)])
+        await self._orders.create_index([("status", 1), ("_id", 1)])
 
     async def new_id(self) -> int:
         """A fresh id from the counter (the unique `_id` index still guards the insert)."""
@@ -83,6 +88,28 @@ class MongoOrderStore:
             await self.get(order_id)  # NotFound when absent
             return None
         return await self.get(order_id)
+
+    async def find(
+        self,
+        *,
+        statuses: Collection[Status],
+        pet_id: int | None,
+        owner_user_id: int | None,
+        after_id: int,
+        limit: int,
+    ) -> list[order_pb2.Order]:
+        query: Document = {"_id": {"$gt": after_id}}
+        if owner_user_id is not None:
+            query["owner_user_id"] = owner_user_id
+        if pet_id is not None:
+            query["pet_id"] = pet_id
+        if statuses:
+            wanted = set(statuses)
+            if order_pb2.ORDER_STATUS_PLACED in wanted:  # an order stored without a status is placed
+                wanted.add(order_pb2.ORDER_STATUS_UNSPECIFIED)
+            query["$or"] = [_status_is(status) for status in sorted(wanted)]
+        cursor = self._orders.find(query).sort("_id", 1).limit(limit)
+        return [order_from_document(document) async for document in cursor]
 
 
 def _status_is(status: Status) -> Document:

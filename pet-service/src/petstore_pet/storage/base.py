@@ -47,6 +47,14 @@ def not_found(pet_id: int) -> str:
     return f"pet {pet_id} not found"
 
 
+def image_not_found(pet_id: int, image_id: str) -> str:
+    return f"pet {pet_id} has no image {image_id}"
+
+
+def too_many_images(pet_id: int, max_images: int) -> str:
+    return f"pet {pet_id} has {max_images} images already: at most {max_images} are kept"
+
+
 def already_exists(pet_id: int) -> str:
     return f"pet {pet_id} already exists"
 
@@ -123,8 +131,15 @@ class PetStore(Protocol):
     async def count_by_status(self) -> dict[str, int]:
         """The number of pets per status name, every name present (pets without status uncounted)."""
 
-    async def add_image(self, image: PetImage) -> None:
-        """Store an image of an existing pet; NotFound when the pet is absent."""
+    async def add_image(self, image: PetImage, *, max_images: int) -> None:
+        """Store an image of an existing pet; NotFound when the pet is absent,
+        FailedPrecondition (and nothing stored) when it already has `max_images`."""
+
+    async def get_image(self, pet_id: int, image_id: str) -> PetImage:
+        """The image with this id of this pet; NotFound when the pet has no such image."""
+
+    async def delete_image(self, image_id: str) -> None:
+        """Remove one image (nothing when it is absent)."""
 
     async def list_images(self, pet_id: int) -> list[PetImage]:
         """The images stored for a pet, in no particular order."""

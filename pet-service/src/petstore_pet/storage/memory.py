@@ -10,7 +10,7 @@ import itertools
 from collections.abc import Collection
 
 from petstore.pet.v1 import pet_pb2
-from petstore_common.errors import AlreadyExists, NotFound
+from petstore_common.errors import AlreadyExists, FailedPrecondition, NotFound
 from petstore_common.idempotency import MemoryIdempotencyStore
 from petstore_common.versions import FIRST_VERSION, check_version
 from petstore_pet.changes import ChangeHub, PetChange
@@ -21,7 +21,9 @@ from petstore_pet.storage.base import (
     already_exists,
     apply_update,
     empty_inventory,
+    image_not_found,
     not_found,
+    too_many_images,
 )
 
 
@@ -105,9 +107,20 @@ class MemoryPetStore:
                 counts[name] += 1
         return counts
 
-    async def add_image(self, image: PetImage) -> None:
+    async def add_image(self, image: PetImage, *, max_images: int) -> None:
         self._stored(image.pet_id)
+        if sum(1 for stored in self._images.values() if stored.pet_id == image.pet_id) >= max_images:
+            raise FailedPrecondition(too_many_images(image.pet_id, max_images))
         self._images[image.image_id] = image
+
+    async def get_image(self, pet_id: int, image_id: str) -> PetImage:
+        image = self._images.get(image_id)
+        if image is None or image.pet_id != pet_id:
+            raise NotFound(image_not_found(pet_id, image_id))
+        return image
+
+    async def delete_image(self, image_id: str) -> None:
+        self._images.pop(image_id, None)
 
     async def list_images(self, pet_id: int) -> list[PetImage]:
         return [image for image in self._images.values() if image.pet_id == pet_id]

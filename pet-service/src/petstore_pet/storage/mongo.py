@@ -14,7 +14,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from petstore.pet.v1 import pet_pb2
-from petstore_common.errors import Aborted, AlreadyExists, NotFound
+from petstore_common.errors import Aborted, AlreadyExists, FailedPrecondition, NotFound
 from petstore_common.idempotency import MongoIdempotencyStore
 from petstore_common.mongo import IdAllocator, KeyedLocks, insert_with_new_id, ping
 from petstore_common.versions import FIRST_VERSION, check_version
@@ -24,7 +24,9 @@ from petstore_pet.storage.base import (
     already_exists,
     apply_update,
     empty_inventory,
+    image_not_found,
     not_found,
+    too_many_images,
 )
 from petstore_pet.storage.change_stream import MongoChangeFeed
 from petstore_pet.storage.documents import (
@@ -156,16 +158,31 @@ class MongoPetStore:
                 counts[row["_id"]] = int(row["count"])
         return counts
 
-    async def add_image(self, image: PetImage) -> None:
+    async def add_image(self, image: PetImage, *, max_images: int) -> None:
         await self._require_pet(image.pet_id)
+        if await self._images.count_documents({"pet_id": image.pet_id}) >= max_images:
+            raise FailedPrecondition(too_many_images(image.pet_id, max_images))
         await self._images.insert_one(image_to_document(image))
         # A DeletePet may have removed the pet (and its images) between the check and the
-        # insert: look again so no image outlives its pet.
+        # insert, and racing uploads may have passed the count together: look again, so no
+        # image outlives its pet and no pet keeps more than max_images (racers for the last
+        # place may all be refused; none gets past the bound).
         try:
             await self._require_pet(image.pet_id)
-        except NotFound:
+            if await self._images.count_documents({"pet_id": image.pet_id}) > max_images:
+                raise FailedPrecondition(too_many_images(image.pet_id, max_images))
+        except (NotFound, FailedPrecondition):
             await self._images.delete_one({"_id": image.image_id})
             raise
+
+    async def get_image(self, pet_id: int, image_id: str) -> PetImage:
+        document = await self._images.find_one({"_id": image_id, "pet_id": pet_id})
+        if document is None:
+            raise NotFound(image_not_found(pet_id, image_id))
+        return image_from_document(document)
+
+    async def delete_image(self, image_id: str) -> None:
+        await self._images.delete_one({"_id": image_id})
 
     async def list_images(self, pet_id: int) -> list[PetImage]:
         return [image_from_document(document) async for document in self._images.find({"pet_id": pet_id})]

@@ -3,8 +3,10 @@
 isort:skip_file
 """
 
+from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf.internal import containers as _containers
 from petstore.auth.v1 import caller_pb2 as _caller_pb2
 from petstore.order.v1 import order_pb2 as _order_pb2
 import builtins as _builtins
@@ -239,3 +241,90 @@ class UpdateOrderStatusResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___UpdateOrderStatusResponse: _TypeAlias = UpdateOrderStatusResponse  # noqa: Y015
+
+@_typing.final
+class ListOrdersRequest(_message.Message):
+    """The request of ListOrders. Filters combine with AND; an absent filter matches every order."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STATUSES_FIELD_NUMBER: _builtins.int
+    PET_ID_FIELD_NUMBER: _builtins.int
+    OWNER_USER_ID_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    CALLER_FIELD_NUMBER: _builtins.int
+    pet_id: _builtins.int
+    """Only orders of this pet, when set."""
+    owner_user_id: _builtins.int
+    """Only orders owned by the customer with this user id, when set. A customer may name only
+    itself; a customer's list is its own orders whether or not this is set.
+    """
+    page_size: _builtins.int
+    """The most orders to return; the server applies its own default when zero and its cap when
+    larger.
+    """
+    page_token: _builtins.str
+    """The next_page_token of a previous response with the same filters, to continue after it."""
+    @_builtins.property
+    def statuses(self) -> _containers.RepeatedScalarFieldContainer[_order_pb2.OrderStatus.ValueType]:
+        """Orders with any of these statuses match; empty: every status. An order stored without a
+        status is placed.
+        """
+
+    @_builtins.property
+    def caller(self) -> _caller_pb2.Caller:
+        """Who asks."""
+
+    def __init__(
+        self,
+        *,
+        statuses: _abc.Iterable[_order_pb2.OrderStatus.ValueType] | None = ...,
+        pet_id: _builtins.int | None = ...,
+        owner_user_id: _builtins.int | None = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+        caller: _caller_pb2.Caller | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_owner_user_id", b"_owner_user_id", "_pet_id", b"_pet_id", "caller", b"caller", "owner_user_id", b"owner_user_id", "pet_id", b"pet_id"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_owner_user_id", b"_owner_user_id", "_pet_id", b"_pet_id", "caller", b"caller", "owner_user_id", b"owner_user_id", "page_size", b"page_size", "page_token", b"page_token", "pet_id", b"pet_id", "statuses", b"statuses"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__owner_user_id: _TypeAlias = _typing.Literal["owner_user_id"]  # noqa: Y015
+    _WhichOneofArgType__owner_user_id: _TypeAlias = _typing.Literal["_owner_user_id", b"_owner_user_id"]  # noqa: Y015
+    _WhichOneofReturnType__pet_id: _TypeAlias = _typing.Literal["pet_id"]  # noqa: Y015
+    _WhichOneofArgType__pet_id: _TypeAlias = _typing.Literal["_pet_id", b"_pet_id"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__owner_user_id) -> _WhichOneofReturnType__owner_user_id | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__pet_id) -> _WhichOneofReturnType__pet_id | None: ...
+
+Global___ListOrdersRequest: _TypeAlias = ListOrdersRequest  # noqa: Y015
+
+@_typing.final
+class ListOrdersResponse(_message.Message):
+    """The response of ListOrders."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ORDERS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """A token for the next page; empty when there are no more orders."""
+    @_builtins.property
+    def orders(self) -> _containers.RepeatedCompositeFieldContainer[_order_pb2.Order]:
+        """The matching orders, ordered by id."""
+
+    def __init__(
+        self,
+        *,
+        orders: _abc.Iterable[_order_pb2.Order] | None = ...,
+        next_page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["next_page_token", b"next_page_token", "orders", b"orders"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListOrdersResponse: _TypeAlias = ListOrdersResponse  # noqa: Y015

@@ -56,6 +56,11 @@ class OrderServiceStub:
                 request_serializer=petstore_dot_order_dot_v1_dot_order__service__pb2.UpdateOrderStatusRequest.SerializeToString,
                 response_deserializer=petstore_dot_order_dot_v1_dot_order__service__pb2.UpdateOrderStatusResponse.FromString,
                 _registered_method=True)
+        self.ListOrders = channel.unary_unary(
+                '/petstore.order.v1.OrderService/ListOrders',
+                request_serializer=petstore_dot_order_dot_v1_dot_order__service__pb2.ListOrdersRequest.SerializeToString,
+                response_deserializer=petstore_dot_order_dot_v1_dot_order__service__pb2.ListOrdersResponse.FromString,
+                _registered_method=True)
 
 
 class OrderServiceServicer:
@@ -96,6 +101,15 @@ class OrderServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListOrders(self, request, context):
+        """Lists orders in id order, a page at a time. A customer sees only its own orders (asking for
+        another owner's is PERMISSION_DENIED); staff see every order and may ask for one owner's.
+        PERMISSION_DENIED for an anonymous caller.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OrderServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -118,6 +132,11 @@ def add_OrderServiceServicer_to_server(servicer, server):
                     servicer.UpdateOrderStatus,
                     request_deserializer=petstore_dot_order_dot_v1_dot_order__service__pb2.UpdateOrderStatusRequest.FromString,
                     response_serializer=petstore_dot_order_dot_v1_dot_order__service__pb2.UpdateOrderStatusResponse.SerializeToString,
+            ),
+            'ListOrders': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListOrders,
+                    request_deserializer=petstore_dot_order_dot_v1_dot_order__service__pb2.ListOrdersRequest.FromString,
+                    response_serializer=petstore_dot_order_dot_v1_dot_order__service__pb2.ListOrdersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -230,6 +249,33 @@ class OrderService:
             '/petstore.order.v1.OrderService/UpdateOrderStatus',
             petstore_dot_order_dot_v1_dot_order__service__pb2.UpdateOrderStatusRequest.SerializeToString,
             petstore_dot_order_dot_v1_dot_order__service__pb2.UpdateOrderStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListOrders(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/petstore.order.v1.OrderService/ListOrders',
+            petstore_dot_order_dot_v1_dot_order__service__pb2.ListOrdersRequest.SerializeToString,
+            petstore_dot_order_dot_v1_dot_order__service__pb2.ListOrdersResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -51,6 +51,11 @@ class OrderServiceStub:
     for the status it already has changes nothing. Any other move is FAILED_PRECONDITION naming
     the allowed next status. PERMISSION_DENIED unless the caller is staff.
     """
+    ListOrders: _grpc.UnaryUnaryMultiCallable[_order_service_pb2.ListOrdersRequest, _order_service_pb2.ListOrdersResponse]
+    """Lists orders in id order, a page at a time. A customer sees only its own orders (asking for
+    another owner's is PERMISSION_DENIED); staff see every order and may ask for one owner's.
+    PERMISSION_DENIED for an anonymous caller.
+    """
 
 @_typing.type_check_only
 class OrderServiceAsyncStub(OrderServiceStub):
@@ -74,6 +79,11 @@ class OrderServiceAsyncStub(OrderServiceStub):
     """Moves an order on: placed to approved, approved to delivered (which completes it); asking
     for the status it already has changes nothing. Any other move is FAILED_PRECONDITION naming
     the allowed next status. PERMISSION_DENIED unless the caller is staff.
+    """
+    ListOrders: _aio.UnaryUnaryMultiCallable[_order_service_pb2.ListOrdersRequest, _order_service_pb2.ListOrdersResponse]  # type: ignore[assignment]
+    """Lists orders in id order, a page at a time. A customer sees only its own orders (asking for
+    another owner's is PERMISSION_DENIED); staff see every order and may ask for one owner's.
+    PERMISSION_DENIED for an anonymous caller.
     """
 
 class OrderServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -119,6 +129,17 @@ class OrderServiceServicer(metaclass=_abc_1.ABCMeta):
         """Moves an order on: placed to approved, approved to delivered (which completes it); asking
         for the status it already has changes nothing. Any other move is FAILED_PRECONDITION naming
         the allowed next status. PERMISSION_DENIED unless the caller is staff.
+        """
+
+    @_abc_1.abstractmethod
+    def ListOrders(
+        self,
+        request: _order_service_pb2.ListOrdersRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_order_service_pb2.ListOrdersResponse, _abc.Awaitable[_order_service_pb2.ListOrdersResponse]]:
+        """Lists orders in id order, a page at a time. A customer sees only its own orders (asking for
+        another owner's is PERMISSION_DENIED); staff see every order and may ask for one owner's.
+        PERMISSION_DENIED for an anonymous caller.
         """
 
 def add_OrderServiceServicer_to_server(servicer: OrderServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

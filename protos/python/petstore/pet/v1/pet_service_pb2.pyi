@@ -386,16 +386,24 @@ class UploadPetImageRequest(_message.Message):
     ADDITIONAL_METADATA_FIELD_NUMBER: _builtins.int
     FILE_NAME_FIELD_NUMBER: _builtins.int
     CALLER_FIELD_NUMBER: _builtins.int
+    IMAGES_BASE_URL_FIELD_NUMBER: _builtins.int
     pet_id: _builtins.int
     """The id of the pet the image shows."""
     content_type: _builtins.str
-    """The image's media type, e.g. "image/png"."""
+    """The media type the client declared, e.g. "image/png". Informative only: the stored media
+    type is that of the format the data decodes as.
+    """
     data: _builtins.bytes
     """The image's bytes."""
     additional_metadata: _builtins.str
     """Free text the client sent with the image."""
     file_name: _builtins.str
     """The file name the client gave, for display only; never used as a path."""
+    images_base_url: _builtins.str
+    """The absolute URL under which this pet's images are served, without a trailing slash (for
+    example https://shop.example/v2/pet/7/images): the stored image's URL is this, a slash and
+    the image id, and it is added to the pet's photo_urls. Empty: photo_urls is left as is.
+    """
     @_builtins.property
     def caller(self) -> _caller_pb2.Caller:
         """Who asks."""
@@ -409,10 +417,11 @@ class UploadPetImageRequest(_message.Message):
         additional_metadata: _builtins.str = ...,
         file_name: _builtins.str = ...,
         caller: _caller_pb2.Caller | None = ...,
+        images_base_url: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["caller", b"caller"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["additional_metadata", b"additional_metadata", "caller", b"caller", "content_type", b"content_type", "data", b"data", "file_name", b"file_name", "pet_id", b"pet_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["additional_metadata", b"additional_metadata", "caller", b"caller", "content_type", b"content_type", "data", b"data", "file_name", b"file_name", "images_base_url", b"images_base_url", "pet_id", b"pet_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -426,23 +435,89 @@ class UploadPetImageResponse(_message.Message):
 
     IMAGE_ID_FIELD_NUMBER: _builtins.int
     SIZE_BYTES_FIELD_NUMBER: _builtins.int
+    MEDIA_TYPE_FIELD_NUMBER: _builtins.int
+    PHOTO_URL_FIELD_NUMBER: _builtins.int
+    PET_FIELD_NUMBER: _builtins.int
     image_id: _builtins.str
     """The identifier of the stored image."""
     size_bytes: _builtins.int
     """The number of bytes stored."""
+    media_type: _builtins.str
+    """The media type of the format the image decoded as, e.g. "image/png"."""
+    photo_url: _builtins.str
+    """The URL added to the pet's photo_urls; empty when images_base_url was."""
+    @_builtins.property
+    def pet(self) -> _pet_pb2.Pet:
+        """The pet as stored after the change."""
+
     def __init__(
         self,
         *,
         image_id: _builtins.str = ...,
         size_bytes: _builtins.int = ...,
+        media_type: _builtins.str = ...,
+        photo_url: _builtins.str = ...,
+        pet: _pet_pb2.Pet | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["pet", b"pet"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["image_id", b"image_id", "size_bytes", b"size_bytes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["image_id", b"image_id", "media_type", b"media_type", "pet", b"pet", "photo_url", b"photo_url", "size_bytes", b"size_bytes"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___UploadPetImageResponse: _TypeAlias = UploadPetImageResponse  # noqa: Y015
+
+@_typing.final
+class GetPetImageRequest(_message.Message):
+    """The request of GetPetImage."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PET_ID_FIELD_NUMBER: _builtins.int
+    IMAGE_ID_FIELD_NUMBER: _builtins.int
+    pet_id: _builtins.int
+    """The id of the pet the image shows."""
+    image_id: _builtins.str
+    """The image's id, as UploadPetImage returned it."""
+    def __init__(
+        self,
+        *,
+        pet_id: _builtins.int = ...,
+        image_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["image_id", b"image_id", "pet_id", b"pet_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetPetImageRequest: _TypeAlias = GetPetImageRequest  # noqa: Y015
+
+@_typing.final
+class GetPetImageResponse(_message.Message):
+    """The response of GetPetImage."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MEDIA_TYPE_FIELD_NUMBER: _builtins.int
+    DATA_FIELD_NUMBER: _builtins.int
+    media_type: _builtins.str
+    """The media type the image was stored with."""
+    data: _builtins.bytes
+    """The image's bytes."""
+    def __init__(
+        self,
+        *,
+        media_type: _builtins.str = ...,
+        data: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["data", b"data", "media_type", b"media_type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetPetImageResponse: _TypeAlias = GetPetImageResponse  # noqa: Y015
 
 @_typing.final
 class WatchPetsRequest(_message.Message):

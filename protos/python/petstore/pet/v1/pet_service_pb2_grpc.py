@@ -70,6 +70,11 @@ class PetServiceStub:
                 request_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.UploadPetImageRequest.SerializeToString,
                 response_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.UploadPetImageResponse.FromString,
                 _registered_method=True)
+        self.GetPetImage = channel.unary_unary(
+                '/petstore.pet.v1.PetService/GetPetImage',
+                request_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.GetPetImageRequest.SerializeToString,
+                response_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.GetPetImageResponse.FromString,
+                _registered_method=True)
         self.WatchPets = channel.unary_stream(
                 '/petstore.pet.v1.PetService/WatchPets',
                 request_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.WatchPetsRequest.SerializeToString,
@@ -125,7 +130,18 @@ class PetServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def UploadPetImage(self, request, context):
-        """Stores an image of a pet; NOT_FOUND when the pet is absent.
+        """Stores an image of a pet, once decoded, and adds its URL to the pet's photo_urls (a write
+        of the pet: its version moves on). NOT_FOUND when the pet is absent, INVALID_ARGUMENT when
+        the data is no image of an accepted format or too large, FAILED_PRECONDITION when the pet
+        has as many images (or photo URLs) as it may.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetPetImage(self, request, context):
+        """Returns one stored image of a pet, to anyone; NOT_FOUND when the pet has no such image.
+        Images never change: an image id names the same bytes for as long as it exists.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -180,6 +196,11 @@ def add_PetServiceServicer_to_server(servicer, server):
                     servicer.UploadPetImage,
                     request_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.UploadPetImageRequest.FromString,
                     response_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.UploadPetImageResponse.SerializeToString,
+            ),
+            'GetPetImage': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPetImage,
+                    request_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.GetPetImageRequest.FromString,
+                    response_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.GetPetImageResponse.SerializeToString,
             ),
             'WatchPets': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchPets,
@@ -377,6 +398,33 @@ class PetService:
             '/petstore.pet.v1.PetService/UploadPetImage',
             petstore_dot_pet_dot_v1_dot_pet__service__pb2.UploadPetImageRequest.SerializeToString,
             petstore_dot_pet_dot_v1_dot_pet__service__pb2.UploadPetImageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetPetImage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/petstore.pet.v1.PetService/GetPetImage',
+            petstore_dot_pet_dot_v1_dot_pet__service__pb2.GetPetImageRequest.SerializeToString,
+            petstore_dot_pet_dot_v1_dot_pet__service__pb2.GetPetImageResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -48,7 +48,15 @@ class PetServiceStub:
     GetInventory: _grpc.UnaryUnaryMultiCallable[_pet_service_pb2.GetInventoryRequest, _pet_service_pb2.GetInventoryResponse]
     """Counts pets by status."""
     UploadPetImage: _grpc.UnaryUnaryMultiCallable[_pet_service_pb2.UploadPetImageRequest, _pet_service_pb2.UploadPetImageResponse]
-    """Stores an image of a pet; NOT_FOUND when the pet is absent."""
+    """Stores an image of a pet, once decoded, and adds its URL to the pet's photo_urls (a write
+    of the pet: its version moves on). NOT_FOUND when the pet is absent, INVALID_ARGUMENT when
+    the data is no image of an accepted format or too large, FAILED_PRECONDITION when the pet
+    has as many images (or photo URLs) as it may.
+    """
+    GetPetImage: _grpc.UnaryUnaryMultiCallable[_pet_service_pb2.GetPetImageRequest, _pet_service_pb2.GetPetImageResponse]
+    """Returns one stored image of a pet, to anyone; NOT_FOUND when the pet has no such image.
+    Images never change: an image id names the same bytes for as long as it exists.
+    """
     WatchPets: _grpc.UnaryStreamMultiCallable[_pet_service_pb2.WatchPetsRequest, _pet_service_pb2.WatchPetsResponse]
     """Streams the id and version of every pet created, changed or deleted from now on, in commit
     order, whichever replica of the service made the change. The first response says the stream
@@ -78,7 +86,15 @@ class PetServiceAsyncStub(PetServiceStub):
     GetInventory: _aio.UnaryUnaryMultiCallable[_pet_service_pb2.GetInventoryRequest, _pet_service_pb2.GetInventoryResponse]  # type: ignore[assignment]
     """Counts pets by status."""
     UploadPetImage: _aio.UnaryUnaryMultiCallable[_pet_service_pb2.UploadPetImageRequest, _pet_service_pb2.UploadPetImageResponse]  # type: ignore[assignment]
-    """Stores an image of a pet; NOT_FOUND when the pet is absent."""
+    """Stores an image of a pet, once decoded, and adds its URL to the pet's photo_urls (a write
+    of the pet: its version moves on). NOT_FOUND when the pet is absent, INVALID_ARGUMENT when
+    the data is no image of an accepted format or too large, FAILED_PRECONDITION when the pet
+    has as many images (or photo URLs) as it may.
+    """
+    GetPetImage: _aio.UnaryUnaryMultiCallable[_pet_service_pb2.GetPetImageRequest, _pet_service_pb2.GetPetImageResponse]  # type: ignore[assignment]
+    """Returns one stored image of a pet, to anyone; NOT_FOUND when the pet has no such image.
+    Images never change: an image id names the same bytes for as long as it exists.
+    """
     WatchPets: _aio.UnaryStreamMultiCallable[_pet_service_pb2.WatchPetsRequest, _pet_service_pb2.WatchPetsResponse]  # type: ignore[assignment]
     """Streams the id and version of every pet created, changed or deleted from now on, in commit
     order, whichever replica of the service made the change. The first response says the stream
@@ -147,7 +163,21 @@ class PetServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _pet_service_pb2.UploadPetImageRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_pet_service_pb2.UploadPetImageResponse, _abc.Awaitable[_pet_service_pb2.UploadPetImageResponse]]:
-        """Stores an image of a pet; NOT_FOUND when the pet is absent."""
+        """Stores an image of a pet, once decoded, and adds its URL to the pet's photo_urls (a write
+        of the pet: its version moves on). NOT_FOUND when the pet is absent, INVALID_ARGUMENT when
+        the data is no image of an accepted format or too large, FAILED_PRECONDITION when the pet
+        has as many images (or photo URLs) as it may.
+        """
+
+    @_abc_1.abstractmethod
+    def GetPetImage(
+        self,
+        request: _pet_service_pb2.GetPetImageRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_pet_service_pb2.GetPetImageResponse, _abc.Awaitable[_pet_service_pb2.GetPetImageResponse]]:
+        """Returns one stored image of a pet, to anyone; NOT_FOUND when the pet has no such image.
+        Images never change: an image id names the same bytes for as long as it exists.
+        """
 
     @_abc_1.abstractmethod
     def WatchPets(

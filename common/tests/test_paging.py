@@ -6,12 +6,18 @@ import base64
 
 import pytest
 
-from petstore.pet.v1 import pet_pb2
 from petstore_common.errors import InvalidArgument
-from petstore_pet.paging import decode_page_token, encode_page_token, filter_fingerprint
+from petstore_common.paging import (
+    DEFAULT_PAGE_SIZE,
+    MAX_PAGE_SIZE,
+    decode_page_token,
+    encode_page_token,
+    filter_fingerprint,
+    page_size,
+)
 
-SOLD = pet_pb2.PET_STATUS_SOLD
-PENDING = pet_pb2.PET_STATUS_PENDING
+SOLD = 3
+PENDING = 2
 
 
 def _raw(text: str) -> str:
@@ -64,3 +70,15 @@ def test_a_token_of_another_filter_is_invalid() -> None:
 
     with pytest.raises(InvalidArgument, match=r"^pageToken does not belong to this filter$"):
         decode_page_token(token, filter_fingerprint([PENDING], []))
+
+
+def test_the_page_size_has_a_default_and_a_cap() -> None:
+    assert page_size(0) == DEFAULT_PAGE_SIZE
+    assert page_size(7) == 7
+    assert page_size(MAX_PAGE_SIZE + 1) == MAX_PAGE_SIZE
+    with pytest.raises(InvalidArgument, match="page_size must not be negative"):
+        page_size(-1)
+
+
+def test_the_fingerprint_keeps_its_parts_apart() -> None:
+    assert filter_fingerprint([1], [], [2]) != filter_fingerprint([1], [2], [])

@@ -1,4 +1,5 @@
-"""ListPets page tokens: opaque to clients, carrying the last id and the filter they belong to."""
+"""Lists in id order, a page at a time: the page size rule and the page tokens, opaque to
+clients, carrying the last id and the filter they belong to. Every list RPC uses these."""
 
 from __future__ import annotations
 
@@ -9,14 +10,26 @@ from collections.abc import Iterable
 
 from petstore_common.errors import InvalidArgument
 
+DEFAULT_PAGE_SIZE = 100
+MAX_PAGE_SIZE = 1000
 _VERSION = "v1"
 _INVALID = "pageToken is invalid"
 _MAX_ID = 2**63 - 1
 
 
-def filter_fingerprint(statuses: Iterable[int], tag_names: Iterable[str]) -> str:
-    """A short digest of the filter, so a token is not replayed against another query."""
-    canonical = repr((sorted(set(statuses)), sorted(set(tag_names))))
+def page_size(requested: int) -> int:
+    """The server's default when zero, its cap when larger."""
+    if requested < 0:
+        raise InvalidArgument("limit must not be negative")
+    if requested == 0:
+        return DEFAULT_PAGE_SIZE
+    return min(requested, MAX_PAGE_SIZE)
+
+
+def filter_fingerprint(*filters: Iterable[int | str]) -> str:
+    """A short digest of the filter (each part a set of values), so a token is not replayed
+    against another query."""
+    canonical = repr(tuple(sorted(set(values)) for values in filters))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 

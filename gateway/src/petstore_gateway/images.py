@@ -1,0 +1,35 @@
+"""How a stored pet image is served: its own media type whatever Accept says, never sniffed,
+cached by anyone for as long as they like (an image id names the same bytes for ever)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from petstore_gateway.etags import ETAG, IF_NONE_MATCH, none_match
+
+IMAGE_ROUTE = "/v2/pet/{petId}/images/{imageId}"
+"""Answers in the image's media type, never 406 (the negotiation middleware lets it through)."""
+IMAGE_CACHE_CONTROL = "public, max-age=31536000, immutable"
+IMAGE_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": IMAGE_CACHE_CONTROL,
+    # Opened on its own, an image can run nothing and load nothing, whatever its bytes hold.
+    "Content-Security-Policy": "default-src 'none'; sandbox",
+}
+
+
+def image_etag(image_id: str) -> str:
+    """Strong: the id is new for every upload and its bytes never change."""
+    return f'"{image_id}"'
+
+
+def image_url_path(pet_id: int) -> str:
+    """Where the images of this pet are, under the base URL (each at this, a slash, its id)."""
+    return IMAGE_ROUTE.split("/{imageId}", 1)[0].replace("{petId}", str(pet_id))
+
+
+def image_response(request: web.Request, image_id: str, media_type: str, data: bytes) -> web.Response:
+    etag = image_etag(image_id)
+    if none_match(request.headers.get(IF_NONE_MATCH), etag):
+        return web.Response(status=304, headers={ETAG: etag, **IMAGE_HEADERS})
+    return web.Response(body=data, headers={"Content-Type": media_type, ETAG: etag, **IMAGE_HEADERS})
