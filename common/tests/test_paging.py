@@ -76,7 +76,7 @@ def test_the_page_size_has_a_default_and_a_cap() -> None:
     assert page_size(0) == DEFAULT_PAGE_SIZE
     assert page_size(7) == 7
     assert page_size(MAX_PAGE_SIZE + 1) == MAX_PAGE_SIZE
-    with pytest.raises(InvalidArgument, match="page_size must not be negative"):
+    with pytest.raises(InvalidArgument, match="limit must not be negative"):
         page_size(-1)
 
 

@@ -132,9 +132,9 @@ async def test_a_token_of_another_filter_or_owner_is_invalid(
 ) -> None:
     token = (await listed(stub, ANN, page_size=1)).next_page_token
 
-    with fails(grpc.StatusCode.INVALID_ARGUMENT, "page_token does not belong to this filter"):
+    with fails(grpc.StatusCode.INVALID_ARGUMENT, "pageToken does not belong to this filter"):
         await listed(stub, BOB, page_size=1, page_token=token)
-    with fails(grpc.StatusCode.INVALID_ARGUMENT, "page_token does not belong to this filter"):
+    with fails(grpc.StatusCode.INVALID_ARGUMENT, "pageToken does not belong to this filter"):
         await listed(stub, ANN, page_size=1, page_token=token, statuses=[PLACED])
 
 
@@ -144,8 +144,8 @@ async def test_a_token_of_another_filter_or_owner_is_invalid(
         ({"statuses": [7]}, "status must be one of placed, approved, delivered"),
         ({"pet_id": 0}, "petId must be positive"),
         ({"owner_user_id": -1}, "owner must be positive"),
-        ({"page_size": -1}, "page_size must not be negative"),
-        ({"page_token": "forged"}, "page_token is invalid"),
+        ({"page_size": -1}, "limit must not be negative"),
+        ({"page_token": "forged"}, "pageToken is invalid"),
     ],
 )
 async def test_invalid_lists_are_invalid_argument(

@@ -137,8 +137,8 @@ async def test_a_page_token_is_no_key_to_another_list(
     as_bob = await listing(api, cast.bob.token, f"?limit=1&pageToken={token}")
     forged = await listing(api, cast.ann.token, "?limit=1&pageToken=not-a-token")
 
-    assert (as_bob.status, as_bob.error_message()) == (400, "page_token does not belong to this filter")
-    assert (forged.status, forged.error_message()) == (400, "page_token is invalid")
+    assert (as_bob.status, as_bob.error_message()) == (400, "pageToken does not belong to this filter")
+    assert (forged.status, forged.error_message()) == (400, "pageToken is invalid")
 
 
 @pytest.mark.parametrize(
