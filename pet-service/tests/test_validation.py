@@ -150,5 +150,5 @@ def test_image_ids_are_32_lowercase_hex_digits(image_id: str) -> None:
 
 @pytest.mark.parametrize("image_id", ["", "a" * 31, "a" * 33, "A" * 32, "g" * 32, "../" + "a" * 29])
 def test_other_image_ids_are_invalid(image_id: str) -> None:
-    with pytest.raises(InvalidArgument, match="image_id must be 32 lowercase hexadecimal digits"):
+    with pytest.raises(InvalidArgument, match="imageId must be 32 lowercase hexadecimal digits"):
         validation.check_image_id(image_id)

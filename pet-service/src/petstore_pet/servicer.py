@@ -160,7 +160,7 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
     async def GetPetImage(
         self, request: pet_service_pb2.GetPetImageRequest, context: Context
     ) -> pet_service_pb2.GetPetImageResponse:
-        pet_id = validation.check_id(request.pet_id, "pet_id")
+        pet_id = validation.check_id(request.pet_id, "petId")
         image = await self._store.get_image(pet_id, validation.check_image_id(request.image_id))
         return pet_service_pb2.GetPetImageResponse(media_type=image.content_type, data=image.data)
 

@@ -107,7 +107,7 @@ def check_image_details(additional_metadata: str, file_name: str) -> None:
 def check_image_id(image_id: str) -> str:
     """Image ids are 32 lowercase hex digits (a UUID's), as UploadPetImage makes them."""
     if len(image_id) != IMAGE_ID_CHARS or not all(char in "0123456789abcdef" for char in image_id):
-        raise InvalidArgument(f"image_id must be {IMAGE_ID_CHARS} lowercase hexadecimal digits")
+        raise InvalidArgument(f"imageId must be {IMAGE_ID_CHARS} lowercase hexadecimal digits")
     return image_id
 
 
