@@ -166,7 +166,12 @@ def second_gateway(control: StackControl, tmp_path_factory: pytest.TempPathFacto
         pytest.skip("a second gateway with low limits is started in process mode only")
     first = control.stack.processes["gateway"]
     port = free_port()
-    extra = Stack(log_dir=Path(tmp_path_factory.mktemp("second-gateway")))
+    # Same instance id as the first (its environment is copied), on a port of its own.
+    extra = Stack(
+        log_dir=Path(tmp_path_factory.mktemp("second-gateway")),
+        gateway_port=port,
+        instance_id=control.stack.instance_id,
+    )
     extra.processes = {
         "gateway": replace(
             first,

@@ -164,7 +164,11 @@ class Stack:
         )
         if output is not None:
             output.close()  # the child holds its own descriptor
-        self._wait_healthy(spec)
+        try:
+            self._wait_healthy(spec)
+        except BaseException:
+            self.stop_process(name)  # never leave a process behind that nobody will stop
+            raise
 
     def _wait_healthy(self, spec: ProcessSpec) -> None:
         deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
