@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
 from collections.abc import AsyncIterator
@@ -131,12 +132,14 @@ async def test_one_access_log_line_per_request_with_the_route_template(
         ("POST", "/v2/user", Access.OPTIONAL),
         ("GET", "/v2/user/{username}", Access.OPTIONAL),
         ("HEAD", "/v2/user/{username}", Access.OPTIONAL),
-        ("POST", "/v2/pet", Access.REQUIRED),
+        ("POST", "/v2/pet", Access.STAFF),
+        ("PUT", "/v2/store/order/{orderId}", Access.STAFF),
+        ("POST", "/v2/store/order", Access.REQUIRED),
         ("PUT", "/v2/user/{username}", Access.REQUIRED),
         ("GET", "/v2/store/order/{orderId}", Access.REQUIRED),
         ("HEAD", "/v2/store/order/{orderId}", Access.REQUIRED),
         ("DELETE", "/v2/store/order/{orderId}", Access.REQUIRED),
-        ("POST", "/v2/user/createWithList", Access.REQUIRED),
+        ("POST", "/v2/user/createWithList", Access.STAFF),
     ],
 )
 def test_which_operations_need_a_key(method: str, route: str, expected: Access) -> None:
@@ -183,3 +186,36 @@ async def test_every_v2_answer_varies_on_accept(
 async def test_probes_do_not_vary(client: Client) -> None:
     response = await client.get("/livez")
     assert "Vary" not in response.headers
+
+
+STAFF_ONLY_REQUESTS = [
+    ("POST", "/v2/pet", "application/xml"),
+    ("PUT", "/v2/pet", "application/json"),
+    ("POST", "/v2/pet/1", "application/x-www-form-urlencoded"),
+    ("POST", "/v2/pet/1/uploadImage", "multipart/form-data; boundary=b"),
+    ("PUT", "/v2/store/order/1", "application/json"),
+    ("POST", "/v2/user/createWithArray", "application/json"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "content_type"), STAFF_ONLY_REQUESTS)
+async def test_a_staff_only_operation_refuses_others_before_reading_the_body(
+    client: Client, backend: FakeBackend, method: str, path: str, content_type: str
+) -> None:
+    """The body is announced (a megabyte) and never sent: the refusal cannot have read it."""
+    token = backend.user.open_session(7, "ann")
+    assert client.server.port is not None
+    for credential, status in ((b"", 401), (b"api_key: " + token.encode() + b"\r\n", 403)):
+        reader, writer = await asyncio.open_connection("127.0.0.1", client.server.port)
+        try:
+            writer.write(
+                f"{method} {path} HTTP/1.1\r\nHost: test\r\nContent-Type: {content_type}\r\n".encode()
+                + credential
+                + b"Content-Length: 1000000\r\n\r\n<"
+            )
+            await writer.drain()
+            status_line = await asyncio.wait_for(reader.readline(), 2)
+        finally:
+            writer.close()
+        assert status_line.split()[1] == str(status).encode()
+    assert backend.pet.callers == []

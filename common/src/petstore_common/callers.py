@@ -13,6 +13,11 @@ from petstore_common.errors import PermissionDenied
 Caller = caller_pb2.Caller
 
 STAFF_ONLY = "only staff may do this"
+# What a customer or anonymous caller is told by staff-only operations: the gateway refuses
+# with these before it reads a body, and the owning service again should a call reach it.
+CATALOGUE_STAFF_ONLY = "only staff may change the catalogue"
+MOVE_ORDER_STAFF_ONLY = "only staff may move an order on"
+BULK_CREATE_STAFF_ONLY = "only staff may create users in bulk"
 
 
 def staff() -> Caller:

@@ -10,7 +10,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from petstore_common.request_context import current_request_id, sanitize_request_id
-from petstore_gateway.access import Access, access_of
+from petstore_gateway.access import Access, access_of, staff_only_refusal
 from petstore_gateway.apidoc import DOCUMENT_ROUTES
 from petstore_gateway.auth import ANONYMOUS, authenticate_request
 from petstore_gateway.bodies import error_response
@@ -208,15 +208,19 @@ async def negotiation_middleware(request: web.Request, handler: Handler) -> web.
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Who is calling goes on the request (staff, a customer or anonymous); 401 when an
-    operation needs a credential and none valid was sent, or a sent one is not valid. The
+    operation needs a credential and none valid was sent, or a sent one is not valid; 403 for
+    anybody but staff on a staff-only operation. All before the handler reads a body. The
     credential is `api_key` or `Authorization: Bearer`; conflicting ones are 400 on every /v2
     request."""
     credential = request_credential(request) if request.path.startswith(API_PREFIX) else ""
     principal = ANONYMOUS
     if request.match_info.http_exception is None:
-        access = access_of(request.method, route_template(request))
-        if access is Access.REQUIRED or (access is Access.OPTIONAL and credential):
+        route = route_template(request)
+        access = access_of(request.method, route)
+        if access in (Access.REQUIRED, Access.STAFF) or (access is Access.OPTIONAL and credential):
             principal = await authenticate_request(request, request.app[AUTHENTICATOR], credential)
+        if access is Access.STAFF and not principal.is_staff:
+            raise ApiError(403, staff_only_refusal(request.method, route))
     request[PRINCIPAL] = principal
     return await handler(request)
 

@@ -384,11 +384,16 @@ async def test_a_sign_up_tells_the_service_who_signs_up(client: Client, backend:
     assert backend.user.last_caller == caller(None)
 
 
-async def test_bulk_creation_carries_the_caller(client: Client, backend: FakeBackend) -> None:
+async def test_bulk_creation_by_a_customer_never_reaches_the_user_service(
+    client: Client, backend: FakeBackend
+) -> None:
     add_user(backend, "ann", 1)
     ann = await login(client, "ann")
-    await client.post("/v2/user/createWithList", json=[{**ANN, "username": "x1"}], headers={"api_key": ann})
-    assert backend.user.last_caller == caller(1)
+    response = await client.post(
+        "/v2/user/createWithList", json=[{**ANN, "username": "x1"}], headers={"api_key": ann}
+    )
+    assert (response.status, backend.user.last_caller) == (403, None)
+    assert "x1" not in backend.user.users
 
 
 def add_versioned_user(backend: FakeBackend, username: str, user_id: int, version: int) -> None:

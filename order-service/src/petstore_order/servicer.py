@@ -22,7 +22,7 @@ import grpc
 
 from petstore.auth.v1 import caller_pb2
 from petstore.order.v1 import order_pb2, order_service_pb2, order_service_pb2_grpc
-from petstore_common.callers import customer_id, is_staff, require_staff
+from petstore_common.callers import MOVE_ORDER_STAFF_ONLY, customer_id, is_staff, require_staff
 from petstore_common.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from petstore_common.idempotency import (
     DEFAULT_TTL_SECONDS,
@@ -39,7 +39,7 @@ Context = grpc.aio.ServicerContext[Any, Any]
 
 SIGN_IN_FIRST = "orders are for customers and staff: sign in first"
 NEW_ORDER_FOR_CUSTOMERS = "a new order is placed and not complete: status and complete are set by staff"
-STAFF_ONLY = "only staff may move an order on"
+STAFF_ONLY = MOVE_ORDER_STAFF_ONLY
 OWN_ORDERS_ONLY = "a customer lists only its own orders"
 PLACED = order_pb2.ORDER_STATUS_PLACED
 APPROVED = order_pb2.ORDER_STATUS_APPROVED

@@ -15,7 +15,7 @@ from typing import Any
 import grpc
 
 from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
-from petstore_common.callers import require_staff
+from petstore_common.callers import CATALOGUE_STAFF_ONLY, require_staff
 from petstore_common.errors import Aborted, FailedPrecondition, ServiceError
 from petstore_common.idempotency import (
     DEFAULT_TTL_SECONDS,
@@ -32,7 +32,7 @@ from petstore_pet.storage.base import PetImage, PetStore
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
-STAFF_ONLY = "only staff may change the catalogue"
+STAFF_ONLY = CATALOGUE_STAFF_ONLY
 HEARTBEAT_SECONDS = 5.0
 """A WatchPets stream without changes still sends a message this often: a watcher that hears
 nothing for a few periods knows its stream is dead even when no connection error says so."""

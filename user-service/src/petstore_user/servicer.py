@@ -25,7 +25,7 @@ import grpc
 
 from petstore.auth.v1 import caller_pb2
 from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
-from petstore_common.callers import customer_id, is_staff, require_staff
+from petstore_common.callers import BULK_CREATE_STAFF_ONLY, customer_id, is_staff, require_staff
 from petstore_common.errors import InvalidArgument, NotFound, PermissionDenied, ResourceExhausted
 from petstore_common.idempotency import DEFAULT_TTL_SECONDS, Idempotency, Reservation
 from petstore_common.mongo import KeyedLocks
@@ -39,7 +39,7 @@ Context = grpc.aio.ServicerContext[Any, Any]
 
 BAD_LOGIN = "invalid username/password supplied"
 NOT_THE_USER = "only staff or the user itself may change this user"
-STAFF_CREATE_MANY = "only staff may create users in bulk"
+STAFF_CREATE_MANY = BULK_CREATE_STAFF_ONLY
 SESSION_CLEANUP_INTERVAL_SECONDS = 60.0
 """Expired sessions are deleted at a login at most this often (no TTL index on FerretDB)."""
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from petstore_common.idempotency import MAX_KEY_CHARS
 from petstore_common.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
-from petstore_gateway.access import Access, access_of
+from petstore_gateway.access import Access, access_of, staff_only_refusal
 from petstore_gateway.idempotency import IDEMPOTENCY_KEY_HEADER, REPLAYED_HEADER
 from petstore_gateway.images import IMAGE_CACHE_CONTROL, IMAGE_HEADERS
 from petstore_gateway.middlewares import API_PREFIX
@@ -375,7 +375,6 @@ INVALID_ID = "Invalid ID supplied"
 PET_NOT_FOUND = "Pet not found"
 ORDER_NOT_FOUND = "Order not found"
 USER_NOT_FOUND = "User not found"
-STAFF_ONLY = "Only staff (a static api key) may change the catalogue"
 STAFF_ONLY_NOTE = "Staff only: a customer's session is refused with 403."
 NOT_YOURS = "Order not found, or another customer's (answered exactly as an absent one)"
 ORDERS_NOTE = "A customer sees and deletes only its own orders; staff any."
@@ -414,7 +413,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "pet",
         "Add a new pet to the store",
         _ok("successful operation: the stored pet", ref("Pet")),
-        {400: "Malformed body", 403: STAFF_ONLY, 405: "Invalid input", 409: "A pet with this id exists"},
+        {400: "Malformed body", 405: "Invalid input", 409: "A pet with this id exists"},
         (_body(ref("Pet"), "The pet to add; the store picks the id when none is given"),),
         BODY_MEDIA_TYPES,
         description=STAFF_ONLY_NOTE,
@@ -429,7 +428,6 @@ OPERATIONS: tuple[Operation, ...] = (
         _ok("successful operation: the stored pet", ref("Pet")),
         {
             400: "Malformed body",
-            403: STAFF_ONLY,
             404: PET_NOT_FOUND,
             405: "Validation exception (id is required)",
         },
@@ -505,7 +503,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "pet",
         "Updates a pet in the store with form data",
         _message("the pet's id as message"),
-        {400: "Invalid ID or form supplied", 403: STAFF_ONLY, 404: PET_NOT_FOUND, 405: "Invalid input"},
+        {400: "Invalid ID or form supplied", 404: PET_NOT_FOUND, 405: "Invalid input"},
         (
             PET_ID,
             {
@@ -537,7 +535,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "pet",
         "Deletes a pet",
         _message("the pet's id as message"),
-        {400: INVALID_ID, 403: STAFF_ONLY, 404: PET_NOT_FOUND},
+        {400: INVALID_ID, 404: PET_NOT_FOUND},
         (PET_ID,),
         description=STAFF_ONLY_NOTE,
     ),
@@ -551,7 +549,6 @@ OPERATIONS: tuple[Operation, ...] = (
         {
             400: "Invalid ID, form, additionalMetadata or image (a PNG, JPEG, GIF or WebP that decodes "
             f"whole, at most {MAX_IMAGE_PIXELS} pixels), or a Host header that is no host",
-            403: STAFF_ONLY,
             404: PET_NOT_FOUND,
             409: f"The pet has {MAX_IMAGES_PER_PET} images, or {MAX_PHOTO_URLS} photoUrls, already",
         },
@@ -714,7 +711,6 @@ OPERATIONS: tuple[Operation, ...] = (
         _ok("successful operation: the order as stored", ref("Order")),
         {
             400: "Invalid ID, a body without a valid status, or a body id other than orderId",
-            403: "Only staff (a static api key) move orders on",
             404: ORDER_NOT_FOUND,
             409: "The order cannot move to this status from where it is (the message names the next one)",
         },
@@ -746,7 +742,6 @@ OPERATIONS: tuple[Operation, ...] = (
         _message('"ok" as message'),
         {
             400: "Invalid users (the message names the first)",
-            403: "Only staff (a static api key) may create users in bulk",
             409: "A username or id is taken",
         },
         (_users_body(),),
@@ -763,7 +758,6 @@ OPERATIONS: tuple[Operation, ...] = (
         _message('"ok" as message'),
         {
             400: "Invalid users (the message names the first)",
-            403: "Only staff (a static api key) may create users in bulk",
             409: "A username or id is taken",
         },
         (_users_body(),),
@@ -891,9 +885,12 @@ CREDENTIAL_CONFLICT = "api_key and Authorization: Bearer name different credenti
 
 def _derived_errors(op: Operation, max_body_bytes: int) -> dict[int, str]:
     errors: dict[int, str] = {400: CREDENTIAL_CONFLICT}
-    access = access_of(op.method.upper(), API_PREFIX + op.path)
-    if access is Access.REQUIRED:
+    method, route = op.method.upper(), API_PREFIX + op.path
+    access = access_of(method, route)
+    if access in (Access.REQUIRED, Access.STAFF):
         errors[401] = "Credential (api_key or Bearer) missing, unknown, expired or logged out"
+        if access is Access.STAFF:
+            errors[403] = f"Not staff (a static api key): {staff_only_refusal(method, route)}"
     elif access is Access.OPTIONAL:
         errors[401] = (
             "Credential (api_key or Bearer) sent but unknown, expired or logged out (it may be left out)"
