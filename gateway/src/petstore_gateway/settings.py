@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from petstore_common.settings import SettingsError, env_float, env_int, env_list, env_str, session_secret
+from petstore_common.watch import SILENCE_SECONDS
 from petstore_gateway.client_address import Network, parse_networks
 
 ANY_ORIGIN = "*"
@@ -50,8 +51,8 @@ class GatewaySettings:
     """Encoded pet representations the read cache holds at most; 0 turns the cache off."""
     pet_cache_max_bytes: int = 16 * 1024 * 1024
     """Bytes the read cache holds at most (bodies plus a fixed cost per entry)."""
-    pet_watch_silence_seconds: float = 6.0
-    """A WatchPets stream silent this long (the service sends a heartbeat every 2 s) is lost."""
+    pet_watch_silence_seconds: float = SILENCE_SECONDS
+    """A WatchPets stream silent this long (no change, no heartbeat) is lost."""
     workers: int = 1
     """Gateway processes sharing the listen port (SO_REUSEPORT), each with its own cache."""
     instance_id: str = ""
@@ -85,7 +86,9 @@ class GatewaySettings:
             trusted_proxies=_trusted_proxies(env),
             pet_cache_max_entries=env_int(env, "PET_CACHE_MAX_ENTRIES", 20_000),
             pet_cache_max_bytes=env_int(env, "PET_CACHE_MAX_BYTES", 16 * 1024 * 1024),
-            pet_watch_silence_seconds=env_float(env, "PET_WATCH_SILENCE_SECONDS", 6.0, minimum=0.1),
+            pet_watch_silence_seconds=env_float(
+                env, "PET_WATCH_SILENCE_SECONDS", SILENCE_SECONDS, minimum=0.1
+            ),
             workers=env_int(env, "GATEWAY_WORKERS", 1, minimum=1),
             instance_id=_instance_id(env),
             public_base_url=_public_base_url(env),

@@ -12,7 +12,8 @@ from petstore_common.grpc_server import ServiceDefinition
 from petstore_common.idempotency import DEFAULT_TTL_SECONDS
 from petstore_common.settings import ServiceSettings
 from petstore_common.stores import StoreReadiness, open_store
-from petstore_pet.servicer import HEARTBEAT_SECONDS, PetServicer
+from petstore_common.watch import HEARTBEAT_SECONDS
+from petstore_pet.servicer import PetServicer
 from petstore_pet.storage.base import PetStore
 from petstore_pet.storage.memory import MemoryPetStore
 from petstore_pet.storage.mongo import MongoPetStore

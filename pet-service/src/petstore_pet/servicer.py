@@ -25,6 +25,7 @@ from petstore_common.idempotency import (
 )
 from petstore_common.paging import decode_page_token, encode_page_token, filter_fingerprint, page_size
 from petstore_common.versions import required_versions
+from petstore_common.watch import HEARTBEAT_SECONDS
 from petstore_pet import validation
 from petstore_pet.changes import PetChange, Position, Subscription
 from petstore_pet.images import MAX_IMAGES_PER_PET, decoded_media_type
@@ -33,9 +34,6 @@ from petstore_pet.storage.base import PetImage, PetStore
 Context = grpc.aio.ServicerContext[Any, Any]
 
 STAFF_ONLY = CATALOGUE_STAFF_ONLY
-HEARTBEAT_SECONDS = 5.0
-"""A WatchPets stream without changes still sends a message this often: a watcher that hears
-nothing for a few periods knows its stream is dead even when no connection error says so."""
 DECODES_AT_ONCE = 2
 """Image decodes that may run at once (each off the event loop, up to 64 MiB of pixels)."""
 PHOTO_URL_ATTEMPTS = 8
