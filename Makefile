@@ -97,13 +97,18 @@ ferretdb: install
 # One pytest run per folder: each project's tests are a package named `tests` (they mirror
 # its source tree), and two packages of one name cannot share an interpreter. Every folder
 # runs, then the failed ones are named.
+# The e2e suite runs on FerretDB; the parts whose storage differs most between the stores (order
+# lists, images) run end to end on the embedded store too (MONGODB_URI empty).
 TEST_DIRS := common/tests devstack/tests pet-service/tests order-service/tests user-service/tests \
 	gateway/tests bench/tests tests
+EMBEDDED_E2E := tests/e2e/test_order_lists.py tests/e2e/test_pet_images.py
 unit: ferretdb
 	$(PY) -m petstore_devstack.ferretdb with -- bash -c 'failed=""; \
 	  for dir in $(TEST_DIRS); do \
 	    echo "== pytest $$dir"; $(PY) -m pytest -p no:cacheprovider $$dir || failed="$$failed $$dir"; \
 	  done; \
+	  echo "== pytest $(EMBEDDED_E2E) on the embedded store"; \
+	  MONGODB_URI= $(PY) -m pytest -p no:cacheprovider $(EMBEDDED_E2E) || failed="$$failed embedded-e2e"; \
 	  if [ -n "$$failed" ]; then echo "pytest failed in:$$failed"; exit 1; fi'
 
 # The same e2e suite and the container fault tests against the docker-compose.yml stack, on
