@@ -114,6 +114,11 @@ if env -u PETSTORE_SESSION_SECRET -u PETSTORE_API_KEYS \
   die "docker-compose.yml renders without PETSTORE_SESSION_SECRET/PETSTORE_API_KEYS: secrets must be required"
 fi
 ok "compose config refuses to render without the secrets"
+if env -u PETSTORE_SESSION_SECRET -u PETSTORE_API_KEYS \
+  "${COMPOSE[@]}" --env-file .env.example -f docker-compose.yml config -q 2>/dev/null; then
+  die "docker-compose.yml renders with .env.example as it is: its secrets must be left empty"
+fi
+ok "compose config refuses .env.example until its secrets are filled in"
 
 # ---- 4. Dockerfiles -----------------------------------------------------------------------------
 step "4. hadolint"
