@@ -37,10 +37,18 @@ def png_claiming(width: int, height: int) -> bytes:
 
 
 async def upload(
-    api: Api, pet_id: int, data: bytes, *, claim: str = "image/png", key: str | None = ""
+    api: Api,
+    pet_id: int,
+    data: bytes,
+    *,
+    claim: str = "image/png",
+    key: str | None = "",
+    metadata: str | None = None,
 ) -> Reply:
     form = FormData()
     form.add_field("file", io.BytesIO(data), filename="photo", content_type=claim)
+    if metadata is not None:
+        form.add_field("additionalMetadata", metadata)
     headers = {"Accept": JSON}
     sent_key = api.static_key if key == "" else key
     if sent_key is not None:
@@ -104,6 +112,19 @@ async def test_what_is_no_image_is_refused_and_the_pet_unchanged(
     reply = await upload(api, int(str(pet["id"])), data)
 
     assert (reply.status, reply.error_message()) == (400, message)
+    assert parse(await api.call("GET", f"/pet/{pet['id']}"), JSON) == pet
+
+
+@pytest.mark.parametrize("metadata", ["a\x1b[2Jb", "line\r\nX-Injected: 1", "nul\x00"])
+async def test_control_characters_in_the_metadata_are_refused_and_nothing_stored(
+    api: Api, pet: dict[str, object], metadata: str
+) -> None:
+    reply = await upload(api, int(str(pet["id"])), PNG, metadata=metadata)  # a real image
+
+    assert (reply.status, reply.error_message()) == (
+        400,
+        "additionalMetadata must not contain control characters",
+    )
     assert parse(await api.call("GET", f"/pet/{pet['id']}"), JSON) == pet
 
 
