@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from petstore_devstack.__main__ import watch
+from petstore_devstack.__main__ import banner, watch
+from petstore_devstack.demo import DEMO_PASSWORD, USERS, DemoData
 from petstore_devstack.ports import free_port
 from petstore_devstack.stack import GatewayNotOurs, Stack
 
@@ -113,3 +114,28 @@ def test_the_watch_ends_quietly_when_asked_to_stop(tmp_path: Path) -> None:
     stopped = threading.Event()
     stopped.set()
     assert watch(stack, stopped) == 0
+
+
+def test_the_banner_says_where_the_docs_are_how_to_get_a_key_and_how_to_stop(tmp_path: Path) -> None:
+    stack = Stack(gateway_port=free_port(), log_dir=tmp_path)  # nothing started
+    text = banner(stack, store="embedded store", key_hint="the first of PETSTORE_API_KEYS", demo=None)
+    assert f"{stack.base_url}/docs" in text
+    assert "staff key:  the first of PETSTORE_API_KEYS" in text
+    assert f"GET {stack.base_url}/user/login?username=" in text
+    assert f"Ctrl-C here (or kill -TERM {os.getpid()})" in text
+    assert "demo:" not in text
+
+    demo = banner(stack, store="embedded store", key_hint="", demo=DemoData(pet_ids=[1], order_ids=[2]))
+    assert f"curl '{stack.base_url}/user/login?username={USERS[0]}&password={DEMO_PASSWORD}'" in demo
+
+
+def test_settings_from_the_environment_reach_every_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the runner sets by default (LOG_LEVEL, GRACE_SECONDS) yields to the environment."""
+    monkeypatch.setenv("LOG_LEVEL", "DEBUG")
+    monkeypatch.setenv("GRACE_SECONDS", "7")
+    stack = Stack(gateway_port=free_port(), log_dir=tmp_path)
+    for spec in stack.processes.values():
+        effective = {**os.environ, **spec.env}  # as start_process hands it over
+        assert (spec.name, effective["LOG_LEVEL"], effective["GRACE_SECONDS"]) == (spec.name, "DEBUG", "7")
