@@ -19,14 +19,16 @@ from google.protobuf.descriptor import Descriptor
 
 import petstore
 from petstore_common import errors
+from petstore_gateway.errors import ApiError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SERVICE_SOURCES = ("pet-service/src", "order-service/src", "user-service/src", "common/src")
+SOURCES = ("pet-service/src", "order-service/src", "user-service/src", "common/src", "gateway/src")
 ERROR_CLASSES = {
     name
     for name, value in vars(errors).items()
     if isinstance(value, type) and issubclass(value, errors.ServiceError)
-}
+} | {ApiError.__name__}
+"""The services' errors, and the gateway's own (ApiError): both reach the client as written."""
 
 GRPC_ONLY = {"update_mask"}
 """Fields no HTTP request can set (the gateway builds every update mask itself): a message
@@ -62,8 +64,8 @@ def _called_name(call: ast.Call) -> str:
 
 
 def message_texts() -> Iterator[tuple[str, str]]:
-    """(where, text) of every message text the services' errors are built from."""
-    for root in SERVICE_SOURCES:
+    """(where, text) of every message text the services' and the gateway's errors are built from."""
+    for root in SOURCES:
         for path in sorted((REPO_ROOT / root).rglob("*.py")):
             tree = ast.parse(path.read_text(), str(path))
             constants = {
@@ -88,6 +90,7 @@ def test_no_error_message_names_a_grpc_field() -> None:
     assert {"page_token", "photo_urls", "first_name", "pet_id"} <= fields  # the walk found them
     texts = list(message_texts())
     assert any("pageToken is invalid" in text for _, text in texts)  # and the messages
+    assert any(where.startswith("gateway/") for where, _ in texts)  # the gateway's too
     pattern = re.compile(rf"\b({'|'.join(sorted(fields - GRPC_ONLY))})\b")
     offenders = [(where, text) for where, text in texts if pattern.search(text)]
     assert offenders == []
