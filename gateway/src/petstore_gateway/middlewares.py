@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from http import HTTPStatus
@@ -29,6 +30,10 @@ API_PREFIX = "/v2"
 
 access_log = logging.getLogger("petstore_gateway.access")
 log = logging.getLogger(__name__)
+
+CLIENT_CLOSED_REQUEST = 499
+"""The status logged and counted when the client went away before its answer (nginx's code):
+nobody receives it, and it is no server error."""
 
 # Probes and metrics are never rate limited: an orchestrator must always be able to ask.
 RATE_LIMIT_EXEMPT = frozenset({"/livez", "/readyz", "/metrics"})
@@ -69,10 +74,14 @@ async def observe_middleware(request: web.Request, handler: Handler) -> web.Stre
     status = 500
     try:
         response = await handler(request)
-        status = response.status
+        status = CLIENT_CLOSED_REQUEST if client_gone(request) else response.status
         return response
     except web.HTTPException as exc:
         status = exc.status
+        raise
+    except asyncio.CancelledError:  # a handler is cancelled when its client leaves (if so configured)
+        if client_gone(request):
+            status = CLIENT_CLOSED_REQUEST
         raise
     finally:
         elapsed = time.perf_counter() - started
@@ -87,6 +96,12 @@ async def observe_middleware(request: web.Request, handler: Handler) -> web.Stre
                 "ms": round(elapsed * 1000, 2),
             },
         )
+
+
+def client_gone(request: web.Request) -> bool:
+    """The client closed its connection: whatever is answered now reaches nobody."""
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 _HTTP_MESSAGES = {
@@ -107,7 +122,10 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
             raise
         headers = {name: value for name, value in exc.headers.items() if name in ("Allow", "Retry-After")}
         return _error(request, exc.status, _http_message(request, exc.status), headers)
-    except Exception:
+    except Exception as exc:
+        if isinstance(exc, ConnectionResetError) and client_gone(request):
+            # What reading a body raises once its client has closed: nobody to answer, no fault.
+            return web.Response(status=CLIENT_CLOSED_REQUEST)
         log.exception("unhandled error", extra={"method": request.method, "route": route_template(request)})
         return _error(request, 500, "internal error", {})
 
