@@ -15,6 +15,7 @@ from petstore_gateway.access import Access, access_of
 from petstore_gateway.apidoc import DOCUMENT_ROUTES
 from petstore_gateway.auth import ANONYMOUS, authenticate_request
 from petstore_gateway.bodies import error_response
+from petstore_gateway.caching import add_vary
 from petstore_gateway.client_address import FORWARDED_FOR_HEADER, client_address
 from petstore_gateway.cors import preflight_headers, response_headers
 from petstore_gateway.credentials import request_credential
@@ -60,11 +61,7 @@ async def request_id_middleware(request: web.Request, handler: Handler) -> web.S
 def _vary_on_accept(response: web.StreamResponse) -> None:
     """Every /v2 answer, errors included, is JSON or XML by the Accept header: a shared cache
     must not hand one client's representation to another (RFC 9110, 12.5.5)."""
-    current = response.headers.get("Vary")
-    if current is None:
-        response.headers["Vary"] = "Accept"
-    elif "accept" not in {field.strip().lower() for field in current.split(",")}:
-        response.headers["Vary"] = f"{current}, Accept"
+    add_vary(response, "Accept")
 
 
 @web.middleware
@@ -200,10 +197,19 @@ async def cors_middleware(request: web.Request, handler: Handler) -> web.StreamR
     try:
         response = await handler(request)
     except web.HTTPException as exc:  # only redirects get past the error middleware
-        exc.headers.update(headers)
+        _add_cors(exc, headers)
         raise
-    response.headers.update(headers)
+    _add_cors(response, headers)
     return response
+
+
+def _add_cors(response: web.StreamResponse, headers: dict[str, str]) -> None:
+    """The CORS headers; their Vary (Origin) beside whatever the answer varies on already."""
+    for name, value in headers.items():
+        if name == "Vary":
+            add_vary(response, value)
+        else:
+            response.headers[name] = value
 
 
 @web.middleware
