@@ -36,8 +36,8 @@ CLIENT_CLOSED_REQUEST = 499
 """The status logged and counted when the client went away before its answer (nginx's code):
 nobody receives it, and it is no server error."""
 
-# Probes and metrics are never rate limited: an orchestrator must always be able to ask.
-RATE_LIMIT_EXEMPT = frozenset({"/livez", "/readyz", "/metrics"})
+# Probes are never rate limited: an orchestrator must always be able to ask.
+RATE_LIMIT_EXEMPT = frozenset({"/livez", "/readyz"})
 
 
 @web.middleware
@@ -224,7 +224,7 @@ async def negotiation_middleware(request: web.Request, handler: Handler) -> web.
             and route_template(request) != IMAGE_ROUTE  # an image: its own type
         ):
             raise not_acceptable()
-        chosen = JSON_RESPONSE  # /metrics and health probes answer anyway
+        chosen = JSON_RESPONSE  # health probes answer anyway
     request[RESPONSE_TYPE] = chosen
     return await handler(request)
 
