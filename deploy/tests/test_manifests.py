@@ -125,6 +125,24 @@ def test_gateway_probes_livez_and_readyz() -> None:
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
 
 
+def test_gateway_metrics_are_on_their_own_port_which_the_ingress_never_routes_to() -> None:
+    docs = rendered("base/gateway")
+    (deployment,) = of_kind(docs, "Deployment")
+    (container,) = containers(deployment)
+    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"http": 8080, "metrics": 9090}
+    assert _config_of(docs, deployment)["METRICS_PORT"] == "9090"
+    annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+    assert (annotations["prometheus.io/port"], annotations["prometheus.io/path"]) == ("9090", "/metrics")
+    (ingress,) = of_kind(docs, "Ingress")
+    backends = [
+        path["backend"]["service"]["port"]
+        for rule in ingress["spec"]["rules"]
+        for path in rule["http"]["paths"]
+    ]
+    assert backends
+    assert all(port in ({"name": "http"}, {"number": 8080}) for port in backends)
+
+
 def _config_of(docs: list[Doc], workload: Doc) -> dict[str, str]:
     """The merged data of the ConfigMaps a workload's containers take with envFrom."""
     maps = {name_of(cm): cm.get("data", {}) for cm in of_kind(docs, "ConfigMap")}

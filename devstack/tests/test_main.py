@@ -139,3 +139,16 @@ def test_settings_from_the_environment_reach_every_process(
     for spec in stack.processes.values():
         effective = {**os.environ, **spec.env}  # as start_process hands it over
         assert (spec.name, effective["LOG_LEVEL"], effective["GRACE_SECONDS"]) == (spec.name, "DEBUG", "7")
+
+
+def test_the_gateway_gets_a_metrics_port_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("METRICS_PORT", raising=False)
+    given = Stack(log_dir=tmp_path, extra_env={"METRICS_PORT": "20000"})
+    ports = {name: spec.env["METRICS_PORT"] for name, spec in given.processes.items()}
+    assert ports == {"pet": "20000", "order": "20001", "user": "20002", "gateway": "20003"}
+    assert given.gateway_metrics_url(1) == "http://127.0.0.1:20004/metrics"
+    unset = Stack(log_dir=tmp_path)  # the services serve none; the gateway's are still read
+    gateway_port = int(unset.processes["gateway"].env["METRICS_PORT"])
+    assert gateway_port not in (0, unset.gateway_port)
+    assert {unset.processes[name].env["METRICS_PORT"] for name in ("pet", "order", "user")} == {"0"}
+    assert unset.gateway_metrics_url() == f"http://127.0.0.1:{gateway_port}/metrics"

@@ -8,15 +8,22 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
+from prometheus_client import generate_latest
 
 from petstore_gateway.app import create_app
 from petstore_gateway.clients import ServiceClients
+from petstore_gateway.keys import METRICS
 from petstore_gateway.settings import GatewaySettings
 
 from .fakes import SESSION_SECRET, FakeBackend, start_backend
 
 STATIC_KEY = "static-key-for-tests"
 Client = TestClient[web.Request, web.Application]
+
+
+def metrics_text(client: Client) -> str:
+    """What the gateway's metrics listener (METRICS_PORT, not the API) would serve for it."""
+    return generate_latest(client.app[METRICS].registry).decode()
 
 
 def unused_address() -> str:

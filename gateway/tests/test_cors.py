@@ -238,6 +238,14 @@ async def test_without_an_origin_there_is_no_cors(client: Client) -> None:
     assert "Access-Control-Allow-Origin" not in response.headers
 
 
+async def test_a_private_answer_to_a_listed_origin_varies_on_origin_accept_and_credentials(
+    only_origin: Client,
+) -> None:
+    response = await only_origin.get("/v2/store/order/4", headers={"Origin": ORIGIN})
+    assert response.status == 401
+    assert response.headers["Vary"] == "Origin, Accept, api_key, Authorization"
+
+
 async def test_a_listed_origin_is_echoed_and_others_refused(only_origin: Client) -> None:
     allowed = await only_origin.get("/v2/store/inventory", headers={"Origin": ORIGIN})
     assert allowed.headers["Access-Control-Allow-Origin"] == ORIGIN

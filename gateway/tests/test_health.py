@@ -1,16 +1,21 @@
 from __future__ import annotations
 
+import asyncio
+import urllib.request
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import pytest
 from grpc_health.v1 import health_pb2
 
+from petstore_common.metrics import start_metrics_server
 from petstore_common.settings import SettingsError
 from petstore_gateway.clients import ORDER_SERVICE, ServiceClients
+from petstore_gateway.keys import METRICS
 from petstore_gateway.settings import GatewaySettings
+from petstore_gateway.workers import metrics_port
 
-from .conftest import Client, serve_gateway, unused_address
+from .conftest import STATIC_KEY, Client, serve_gateway, unused_address
 from .fakes import SESSION_SECRET, FakeBackend
 
 
@@ -80,13 +85,49 @@ async def test_a_service_that_is_down_is_503_not_500(pet_down: Client) -> None:
         assert "the pet service is unavailable" in await response.text()
 
 
-async def test_metrics_count_requests_by_route_template(client: Client) -> None:
+@pytest.mark.parametrize("headers", [{}, {"api_key": STATIC_KEY}])
+async def test_metrics_are_not_served_on_the_api_port_to_anybody(
+    client: Client, headers: dict[str, str]
+) -> None:
+    for method in ("GET", "HEAD"):
+        response = await client.request(method, "/metrics", headers=headers)
+        assert response.status == 404, method
+    assert "gateway_http_requests_total" not in await (await client.get("/metrics", headers=headers)).text()
+
+
+async def test_the_metrics_port_counts_requests_by_route_template(client: Client) -> None:
     await client.get("/v2/pet/12345")
     await client.get("/v2/no/such/thing")
-    response = await client.get("/metrics")
-    assert response.status == 200
-    text = await response.text()
+    port = int(unused_address().rsplit(":", 1)[1])
+    served = start_metrics_server(port, registry=client.app[METRICS].registry, addr="127.0.0.1")
+    assert served is not None
+    try:
+        text = await asyncio.to_thread(_read, f"http://127.0.0.1:{served.port}/metrics")
+    finally:
+        served.stop()
     assert 'gateway_http_requests_total{method="GET",route="/v2/pet/{petId}",status="404"} 1.0' in text
     assert 'route="<unmatched>",status="404"' in text
     assert "gateway_http_request_duration_seconds_bucket" in text
+    assert "gateway_pet_cache_live" in text
     assert "12345" not in text
+
+
+def _read(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - a local test URL
+        return str(response.read().decode())
+
+
+def test_metrics_port_zero_is_no_listener() -> None:
+    assert start_metrics_server(0) is None
+
+
+@pytest.mark.parametrize(("base", "index", "port"), [(9090, 0, 9090), (9090, 2, 9092), (0, 2, 0)])
+def test_each_worker_serves_its_metrics_on_a_port_of_its_own(base: int, index: int, port: int) -> None:
+    assert metrics_port(base, index) == port
+
+
+@pytest.mark.parametrize(("metrics", "workers"), [("8080", "1"), ("8079", "2"), ("65535", "2")])
+def test_a_metrics_port_that_would_be_the_api_port_is_refused(metrics: str, workers: str) -> None:
+    env = {"PETSTORE_SESSION_SECRET": SESSION_SECRET, "METRICS_PORT": metrics, "GATEWAY_WORKERS": workers}
+    with pytest.raises(SettingsError, match="METRICS_PORT"):
+        GatewaySettings.from_env(env)

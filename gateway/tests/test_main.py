@@ -83,6 +83,7 @@ def test_serves_and_stops_gracefully_on_a_signal(signum: signal.Signals) -> None
     assert process.returncode == 0
     assert b"very-secret-static-key" not in stderr
     assert b'"msg":"stopped"' in stderr
+    assert b"metrics served" not in stderr  # METRICS_PORT unset: no metrics listener
 
 
 def children_of(pid: int) -> list[int]:
@@ -101,13 +102,16 @@ def children_of(pid: int) -> list[int]:
 
 
 def test_workers_share_the_port_and_stop_with_the_first() -> None:
+    """...and each serves its own metrics on METRICS_PORT + its index, none on the API port."""
     port = free_port()
+    metrics_port = free_port()
     dead = f"127.0.0.1:{free_port()}"
     process = start(
         {
             "PETSTORE_SESSION_SECRET": SESSION_SECRET,
             "GATEWAY_PORT": str(port),
             "GATEWAY_WORKERS": "3",
+            "METRICS_PORT": str(metrics_port),
             "PET_SERVICE_ADDR": dead,
             "ORDER_SERVICE_ADDR": dead,
             "USER_SERVICE_ADDR": dead,
@@ -122,6 +126,12 @@ def test_workers_share_the_port_and_stop_with_the_first() -> None:
             workers = children_of(process.pid)
         assert len(workers) == 2
         assert get(f"http://127.0.0.1:{port}/livez")[0] == 200
+        assert get(f"http://127.0.0.1:{port}/metrics")[0] == 404
+        pids = [process.pid, *workers]
+        for offset in range(3):
+            assert any(listening(pid, metrics_port + offset) for pid in pids), offset
+            with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port + offset}/metrics", timeout=2) as r:
+                assert b"gateway_http_requests_total" in r.read()
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=30)
     finally:

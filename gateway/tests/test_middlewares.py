@@ -180,7 +180,7 @@ async def test_every_v2_answer_varies_on_accept(
     backend.pet.add(1, "Rex")
     response = await client.get(path, headers={"Accept": "application/xml"})
     assert response.status == status
-    assert response.headers["Vary"] == "Accept"
+    assert response.headers["Vary"].split(", ")[0] == "Accept"  # errors name the credentials too
 
 
 async def test_probes_do_not_vary(client: Client) -> None:

@@ -29,7 +29,7 @@ def stack(log_dir: Path) -> Iterator[Stack]:
 
 
 async def metric(session: ClientSession, stack: Stack, name: str) -> float:
-    async with session.get(stack.base_url.removesuffix("/v2") + "/metrics") as response:
+    async with session.get(stack.gateway_metrics_url()) as response:  # its own port, not the API's
         text = await response.text()
     found = re.search(rf"^{re.escape(name)} ([0-9.e+]+)$", text, re.MULTILINE)
     assert found is not None, name

@@ -42,10 +42,16 @@ async def wait_for_live_caches(stack: Stack, count: int, timeout_s: float = 30.0
         await asyncio.sleep(0.1)
 
 
+HITS = re.compile(r'^gateway_pet_cache_lookups_total\{result="hit"\} ([0-9.e+]+)$', re.MULTILINE)
+
+
 async def cache_hits(session: ClientSession, stack: Stack) -> float:
-    async with session.get(stack.base_url.removesuffix("/v2") + "/metrics") as response:
-        text = await response.text()
-    found = re.findall(r'^gateway_pet_cache_lookups_total\{result="hit"\} ([0-9.e+]+)$', text, re.MULTILINE)
+    """Every worker's hits, each read from its own metrics port."""
+    found: list[str] = []
+    for worker in range(GATEWAY_WORKERS):
+        async with session.get(stack.gateway_metrics_url(worker)) as response:
+            text = await response.text()
+        found += HITS.findall(text)
     return sum(float(value) for value in found)
 
 

@@ -15,10 +15,11 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from prometheus_client import Counter, Histogram, start_http_server
+from prometheus_client import Counter, Histogram
 from pymongo.errors import ConnectionFailure, PyMongoError
 
 from petstore_common.errors import ResourceExhausted, ServiceError
+from petstore_common.metrics import start_metrics_server
 from petstore_common.request_context import (
     REQUEST_ID_METADATA_KEY,
     current_request_id,
@@ -261,8 +262,7 @@ async def serve(factory: ServiceFactory, settings: ServiceSettings, *, service_n
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    if settings.metrics_port:
-        start_http_server(settings.metrics_port)
+    start_metrics_server(settings.metrics_port)
     async with factory(settings) as definition:
         running = await start_service(definition, settings)
         log.info("serving", extra={"grpc_service": definition.name, "port": running.port})

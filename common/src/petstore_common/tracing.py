@@ -10,7 +10,7 @@ any server or channel exists, this:
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), sampling the SDK's (OTEL_TRACES_SAMPLER);
 - instruments grpc.aio servers and channels (health checks left out), and readies the
   aiohttp server instrumentation where it is installed (the gateway): `Tracing.instrument_app(app)`
-  then puts its middleware first in an application (probes and /metrics left out unless
+  then puts its middleware first in an application (the probes left out unless
   OTEL_PYTHON_AIOHTTP_SERVER_EXCLUDED_URLS says otherwise).
 
 W3C trace context travels in the HTTP headers and the gRPC metadata, so one request is one
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 TRACING_SWITCH = "OTEL_TRACING"
 _ON = frozenset({"1", "true", "yes", "on"})
 AIOHTTP_EXCLUDED_URLS = "OTEL_PYTHON_AIOHTTP_SERVER_EXCLUDED_URLS"
-UNTRACED_PATHS = "/livez,/readyz,/metrics"
+UNTRACED_PATHS = "/livez,/readyz"  # /metrics is served on METRICS_PORT, outside the app
 
 
 def tracing_enabled(env: Mapping[str, str]) -> bool:

@@ -41,6 +41,7 @@ def banner(stack: Stack, *, store: str, key_hint: str, demo: DemoData | None) ->
         "",
         f"Petstore is serving at {base} ({store})",
         f"  API docs:   {base}/docs (Swagger UI; descriptions at /v2/swagger.json and /v2/openapi.json)",
+        f"  metrics:    {stack.gateway_metrics_url()} (the gateway's; never on the API port)",
         f"  staff key:  {key_hint}",
         f"  customers:  sign up with POST {base}/user, then GET {base}/user/login?username=…&password=…",
         "              answers 'logged in user session:<token>': send the token as the api_key header",

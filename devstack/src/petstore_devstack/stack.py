@@ -60,6 +60,8 @@ class Stack:
     log_dir: Path | None = None
     """Where each process's log goes (<name>.log); None lets them share this terminal."""
     processes: dict[str, ProcessSpec] = field(default_factory=dict)
+    gateway_metrics_port: int = field(init=False, default=0)
+    """Where the gateway serves /metrics (its first worker; worker i on this + i)."""
     instance_id: str = field(default_factory=lambda: secrets.token_hex(8))
     """Given to the gateway (GATEWAY_INSTANCE_ID), which echoes it on /livez: an answer
     without it comes from some other server on the port."""
@@ -72,6 +74,7 @@ class Stack:
         defaults = {name: value for name, value in DEFAULT_ENV.items() if name not in os.environ}
         common = {**defaults, "PYTHONUNBUFFERED": "1", **self.extra_env}
         metrics_ports = self._metrics_ports({**os.environ, **common})
+        self.gateway_metrics_port = metrics_ports["gateway"]
         for name in SERVICES:
             env = {
                 **common,
@@ -106,9 +109,16 @@ class Stack:
     @staticmethod
     def _metrics_ports(env: Mapping[str, str]) -> dict[str, int]:
         """METRICS_PORT is one port per process: given one, the runner hands out it and the
-        next three (pet, order, user, gateway), since four processes cannot share one."""
+        next three (pet, order, user, gateway; gateway worker i takes the gateway's + i), since
+        processes cannot share one. Without it the services serve none, and the gateway gets a
+        free port all the same: the stack's users (fault tests) read its metrics."""
         base = int(env.get("METRICS_PORT", "0") or "0")
-        return {name: base + offset if base else 0 for offset, name in enumerate((*SERVICES, "gateway"))}
+        ports = {name: base + offset if base else 0 for offset, name in enumerate(SERVICES)}
+        return {**ports, "gateway": base + len(SERVICES) if base else free_port()}
+
+    def gateway_metrics_url(self, worker: int = 0) -> str:
+        """The /metrics of gateway worker `worker` (0: the first), on its own port."""
+        return f"http://{self._url_host}:{self.gateway_metrics_port + worker}/metrics"
 
     @property
     def connect_host(self) -> str:
@@ -116,9 +126,12 @@ class Stack:
         return "127.0.0.1" if self.gateway_host in ANY_ADDRESS else self.gateway_host
 
     @property
+    def _url_host(self) -> str:
+        return f"[{self.connect_host}]" if ":" in self.connect_host else self.connect_host
+
+    @property
     def base_url(self) -> str:
-        host = f"[{self.connect_host}]" if ":" in self.connect_host else self.connect_host
-        return f"http://{host}:{self.gateway_port}/v2"
+        return f"http://{self._url_host}:{self.gateway_port}/v2"
 
     def start(self) -> None:
         """Launch every process and wait until each one reports healthy. Nothing starts when

@@ -8,12 +8,14 @@ import os
 import sys
 
 from petstore_common.logging import configure_logging
+from petstore_common.metrics import start_metrics_server
 from petstore_common.settings import SettingsError
 from petstore_common.tracing import configure_tracing
 from petstore_gateway.app import create_app
+from petstore_gateway.keys import METRICS
 from petstore_gateway.serving import serve
 from petstore_gateway.settings import GatewaySettings
-from petstore_gateway.workers import Workers, worker_index
+from petstore_gateway.workers import Workers, metrics_port, worker_index
 
 log = logging.getLogger("petstore_gateway")
 
@@ -34,7 +36,11 @@ def main() -> None:
     app = create_app(settings)
     if tracing is not None:
         tracing.instrument_app(app)
+    metrics = None
     try:
+        metrics = start_metrics_server(
+            metrics_port(settings.metrics_port, index), registry=app[METRICS].registry, addr=settings.host
+        )
         asyncio.run(
             serve(
                 app,
@@ -46,6 +52,8 @@ def main() -> None:
             )
         )
     finally:
+        if metrics is not None:
+            metrics.stop()
         workers.signal_stop()
         workers.wait(timeout=settings.grace_seconds + 5)
     if tracing is not None:

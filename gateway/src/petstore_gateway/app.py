@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from petstore.user.v1 import user_service_pb2
-from petstore_gateway import health
+from petstore_gateway import caching, health
 from petstore_gateway.apidoc.routes import build_documents
 from petstore_gateway.apidoc.routes import routes as apidoc_routes
 from petstore_gateway.auth import Authenticator
@@ -38,6 +38,7 @@ def create_app(settings: GatewaySettings, *, clients: ServiceClients | None = No
     and closes them on clean-up; tests pass clients of their own (and close them)."""
     app = web.Application(middlewares=MIDDLEWARES, client_max_size=settings.max_body_bytes)
     app[SETTINGS] = settings
+    caching.install(app)
     app[METRICS] = GatewayMetrics()
     app[API_DOCUMENTS] = build_documents(max_body_bytes=settings.max_body_bytes)
     app[RATE_LIMITS] = RateLimits.create(

@@ -1,4 +1,5 @@
-"""Liveness, readiness and metrics endpoints, outside /v2 and open."""
+"""Liveness and readiness endpoints, outside /v2 and open. (/metrics is on a port of its own:
+METRICS_PORT, served by petstore_common.metrics from __main__.)"""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from petstore_common.grpc_client import is_serving
 from petstore_gateway.bodies import respond_message
 from petstore_gateway.clients import SHORT_NAMES
 from petstore_gateway.errors import UNAVAILABLE_RETRY_AFTER, ApiError
-from petstore_gateway.keys import CLIENTS, METRICS, SETTINGS
+from petstore_gateway.keys import CLIENTS, SETTINGS
 
 READINESS_DEADLINE_SECONDS = 1.0
 INSTANCE_ID_HEADER = "X-Instance-ID"
@@ -44,8 +45,3 @@ async def readyz(request: web.Request) -> web.Response:
             headers={"Retry-After": UNAVAILABLE_RETRY_AFTER},
         )
     return respond_message(request, "ready")
-
-
-@routes.get("/metrics")
-async def metrics(request: web.Request) -> web.Response:
-    return request.app[METRICS].exposition()

@@ -1,4 +1,5 @@
-"""Prometheus metrics of the HTTP API, on a registry per application (tests build many apps)."""
+"""Prometheus metrics of the HTTP API, on a registry per application (tests build many apps),
+served on METRICS_PORT by petstore_common.metrics, never on the API's port."""
 
 from __future__ import annotations
 
@@ -6,14 +7,12 @@ from collections.abc import Iterator
 
 from aiohttp import web
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
     GCCollector,
     Histogram,
     PlatformCollector,
     ProcessCollector,
-    generate_latest,
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -75,11 +74,6 @@ class GatewayMetrics:
 
     def limited(self, limit: str) -> None:
         self.rate_limited.labels(limit).inc()
-
-    def exposition(self) -> web.Response:
-        response = web.Response(body=generate_latest(self.registry))
-        response.headers["Content-Type"] = CONTENT_TYPE_LATEST
-        return response
 
 
 class _PetCacheCollector(Collector):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from http import HTTPStatus
@@ -14,6 +15,7 @@ from petstore_gateway.access import Access, access_of, staff_only_refusal
 from petstore_gateway.apidoc import DOCUMENT_ROUTES
 from petstore_gateway.auth import ANONYMOUS, authenticate_request
 from petstore_gateway.bodies import error_response
+from petstore_gateway.caching import add_vary
 from petstore_gateway.client_address import FORWARDED_FOR_HEADER, client_address
 from petstore_gateway.cors import preflight_headers, response_headers
 from petstore_gateway.credentials import request_credential
@@ -30,8 +32,12 @@ API_PREFIX = "/v2"
 access_log = logging.getLogger("petstore_gateway.access")
 log = logging.getLogger(__name__)
 
-# Probes and metrics are never rate limited: an orchestrator must always be able to ask.
-RATE_LIMIT_EXEMPT = frozenset({"/livez", "/readyz", "/metrics"})
+CLIENT_CLOSED_REQUEST = 499
+"""The status logged and counted when the client went away before its answer (nginx's code):
+nobody receives it, and it is no server error."""
+
+# Probes are never rate limited: an orchestrator must always be able to ask.
+RATE_LIMIT_EXEMPT = frozenset({"/livez", "/readyz"})
 
 
 @web.middleware
@@ -55,11 +61,7 @@ async def request_id_middleware(request: web.Request, handler: Handler) -> web.S
 def _vary_on_accept(response: web.StreamResponse) -> None:
     """Every /v2 answer, errors included, is JSON or XML by the Accept header: a shared cache
     must not hand one client's representation to another (RFC 9110, 12.5.5)."""
-    current = response.headers.get("Vary")
-    if current is None:
-        response.headers["Vary"] = "Accept"
-    elif "accept" not in {field.strip().lower() for field in current.split(",")}:
-        response.headers["Vary"] = f"{current}, Accept"
+    add_vary(response, "Accept")
 
 
 @web.middleware
@@ -69,10 +71,14 @@ async def observe_middleware(request: web.Request, handler: Handler) -> web.Stre
     status = 500
     try:
         response = await handler(request)
-        status = response.status
+        status = CLIENT_CLOSED_REQUEST if client_gone(request) else response.status
         return response
     except web.HTTPException as exc:
         status = exc.status
+        raise
+    except asyncio.CancelledError:  # a handler is cancelled when its client leaves (if so configured)
+        if client_gone(request):
+            status = CLIENT_CLOSED_REQUEST
         raise
     finally:
         elapsed = time.perf_counter() - started
@@ -87,6 +93,12 @@ async def observe_middleware(request: web.Request, handler: Handler) -> web.Stre
                 "ms": round(elapsed * 1000, 2),
             },
         )
+
+
+def client_gone(request: web.Request) -> bool:
+    """The client closed its connection: whatever is answered now reaches nobody."""
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 _HTTP_MESSAGES = {
@@ -107,7 +119,10 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
             raise
         headers = {name: value for name, value in exc.headers.items() if name in ("Allow", "Retry-After")}
         return _error(request, exc.status, _http_message(request, exc.status), headers)
-    except Exception:
+    except Exception as exc:
+        if isinstance(exc, ConnectionResetError) and client_gone(request):
+            # What reading a body raises once its client has closed: nobody to answer, no fault.
+            return web.Response(status=CLIENT_CLOSED_REQUEST)
         log.exception("unhandled error", extra={"method": request.method, "route": route_template(request)})
         return _error(request, 500, "internal error", {})
 
@@ -182,10 +197,19 @@ async def cors_middleware(request: web.Request, handler: Handler) -> web.StreamR
     try:
         response = await handler(request)
     except web.HTTPException as exc:  # only redirects get past the error middleware
-        exc.headers.update(headers)
+        _add_cors(exc, headers)
         raise
-    response.headers.update(headers)
+    _add_cors(response, headers)
     return response
+
+
+def _add_cors(response: web.StreamResponse, headers: dict[str, str]) -> None:
+    """The CORS headers; their Vary (Origin) beside whatever the answer varies on already."""
+    for name, value in headers.items():
+        if name == "Vary":
+            add_vary(response, value)
+        else:
+            response.headers[name] = value
 
 
 @web.middleware
@@ -200,7 +224,7 @@ async def negotiation_middleware(request: web.Request, handler: Handler) -> web.
             and route_template(request) != IMAGE_ROUTE  # an image: its own type
         ):
             raise not_acceptable()
-        chosen = JSON_RESPONSE  # /metrics and health probes answer anyway
+        chosen = JSON_RESPONSE  # health probes answer anyway
     request[RESPONSE_TYPE] = chosen
     return await handler(request)
 

@@ -15,6 +15,7 @@ ANY_ORIGIN = "*"
 _ORIGIN = re.compile(r"https?://[^/\s?#]+")
 _PUBLIC_BASE_URL = re.compile(r"https?://[^/\s?#@]+(/[^\s?#]*[^\s?#/])?")
 MAX_PUBLIC_BASE_URL_CHARS = 1024
+MAX_PORT = 65535
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,12 +56,23 @@ class GatewaySettings:
     """A WatchPets stream silent this long (no change, no heartbeat) is lost."""
     workers: int = 1
     """Gateway processes sharing the listen port (SO_REUSEPORT), each with its own cache."""
+    metrics_port: int = 0
+    """Port of the Prometheus /metrics listener (never the API's); worker i serves its own on
+    metrics_port + i. 0: no metrics listener."""
     instance_id: str = ""
     """Echoed by /livez as X-Instance-ID: the process runner sets a fresh one per run, to know
     that the gateway answering on the port is the one it started."""
     public_base_url: str = ""
     """scheme://host[:port][/prefix] clients reach the gateway at, for the image URLs it stores
     in photoUrls; empty: each upload's own scheme and Host."""
+
+    def __post_init__(self) -> None:
+        metrics_ports = range(self.metrics_port, self.metrics_port + self.workers)
+        if self.metrics_port and (metrics_ports[-1] > MAX_PORT or self.port in metrics_ports):
+            raise SettingsError(
+                f"METRICS_PORT: the {self.workers} worker(s) serve metrics on METRICS_PORT to "
+                f"METRICS_PORT+{self.workers - 1}: ports up to {MAX_PORT}, none of them GATEWAY_PORT"
+            )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -90,6 +102,7 @@ class GatewaySettings:
                 env, "PET_WATCH_SILENCE_SECONDS", SILENCE_SECONDS, minimum=0.1
             ),
             workers=env_int(env, "GATEWAY_WORKERS", 1, minimum=1),
+            metrics_port=env_int(env, "METRICS_PORT", 0),
             instance_id=_instance_id(env),
             public_base_url=_public_base_url(env),
         )

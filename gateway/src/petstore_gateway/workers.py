@@ -26,6 +26,13 @@ def worker_index() -> int:
     return int(os.environ.get(WORKER_ENV, "0"))
 
 
+def metrics_port(base: int, index: int) -> int:
+    """Where worker `index` serves its /metrics: METRICS_PORT + index. Each process counts in
+    its own registry, so each has its own port to be scraped on (sum over them); one port
+    shared by SO_REUSEPORT would answer for a random worker. 0 (no listener) stays 0."""
+    return base + index if base else 0
+
+
 def _die_with_parent() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)

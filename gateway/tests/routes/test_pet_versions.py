@@ -10,7 +10,7 @@ import pytest
 from petstore_gateway.keys import PET_CACHE
 from petstore_gateway.settings import GatewaySettings
 
-from ..conftest import STATIC_KEY, Client, serve_gateway
+from ..conftest import STATIC_KEY, Client, metrics_text, serve_gateway
 from ..fakes import FakeBackend
 from ..wire import Wire, error_of
 
@@ -218,7 +218,7 @@ async def test_the_cache_reports_itself_in_the_metrics(cached_client: Client, ba
     backend.pet.add(1, "Rex")
     for _ in range(3):
         await cached_client.get("/v2/pet/1")
-    text = await (await cached_client.get("/metrics")).text()
+    text = metrics_text(cached_client)
     assert 'gateway_pet_cache_lookups_total{result="hit"} 2.0' in text
     assert 'gateway_pet_cache_lookups_total{result="miss"} 1.0' in text
     assert "gateway_pet_cache_live 1.0" in text
