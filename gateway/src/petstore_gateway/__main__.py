@@ -11,6 +11,7 @@ from petstore_common.logging import configure_logging
 from petstore_common.settings import SettingsError
 from petstore_common.tracing import configure_tracing
 from petstore_gateway.app import create_app
+from petstore_gateway.connections import ConnectionTimeouts
 from petstore_gateway.serving import serve
 from petstore_gateway.settings import GatewaySettings
 from petstore_gateway.workers import Workers, worker_index
@@ -41,6 +42,7 @@ def main() -> None:
                 host=settings.host,
                 port=settings.port,
                 grace_seconds=settings.grace_seconds,
+                timeouts=ConnectionTimeouts.from_settings(settings),
                 reuse_port=settings.workers > 1,
                 on_stop=workers.signal_stop,
             )

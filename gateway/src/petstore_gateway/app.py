@@ -13,10 +13,12 @@ from petstore_gateway import health
 from petstore_gateway.apidoc.routes import build_documents
 from petstore_gateway.apidoc.routes import routes as apidoc_routes
 from petstore_gateway.auth import Authenticator
+from petstore_gateway.body_budget import BodyBudget
 from petstore_gateway.clients import ServiceClients, open_clients
 from petstore_gateway.keys import (
     API_DOCUMENTS,
     AUTHENTICATOR,
+    BODY_BUDGET,
     CLIENTS,
     METRICS,
     PET_CACHE,
@@ -37,6 +39,7 @@ def create_app(settings: GatewaySettings, *, clients: ServiceClients | None = No
     """The gateway. Without `clients` it opens channels to the configured services on start-up
     and closes them on clean-up; tests pass clients of their own (and close them)."""
     app = web.Application(middlewares=MIDDLEWARES, client_max_size=settings.max_body_bytes)
+    app[BODY_BUDGET] = BodyBudget(settings.body_buffer_bytes, settings.max_body_bytes)
     app[SETTINGS] = settings
     app[METRICS] = GatewayMetrics()
     app[API_DOCUMENTS] = build_documents(max_body_bytes=settings.max_body_bytes)

@@ -9,9 +9,10 @@ from aiohttp import web
 from aiohttp.http import HttpProcessingError
 from multidict import MultiDict, MultiDictProxy
 
+from petstore_gateway.connections import BodyTimedOut
 from petstore_gateway.errors import ApiError
 from petstore_gateway.etags import ETAG, IF_NONE_MATCH, none_match
-from petstore_gateway.keys import RESPONSE_TYPE
+from petstore_gateway.keys import BODY_BUDGET, RESPONSE_TYPE
 from petstore_gateway.negotiation import (
     JSON_RESPONSE,
     BodyFormat,
@@ -33,6 +34,10 @@ T = TypeVar("T")
 FORM_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data"})
 
 
+def _timed_out(exc: BodyTimedOut) -> ApiError:
+    return ApiError(408, f"request body timed out: {exc}")
+
+
 async def read_body(
     request: web.Request,
     document: Document,
@@ -52,12 +57,15 @@ async def read_body(
     declared = request.headers.get("Content-Type")
     undeclared = not media_type_of(declared)
     fmt = BodyFormat.JSON if undeclared else body_format(declared)
-    try:
-        raw = await request.read()  # raises 413 past client_max_size, chunked or not
-    except web.RequestPayloadError:  # e.g. a Content-Encoding the bytes do not follow
-        raise ApiError(400, "request body could not be read") from None
-    if not raw.strip():
-        raise ApiError(400, "a request body is required")
+    with request.config_dict[BODY_BUDGET].reserve(request):
+        try:
+            raw = await request.read()  # raises 413 past client_max_size, chunked or not
+        except web.RequestPayloadError:  # e.g. a Content-Encoding the bytes do not follow
+            raise ApiError(400, "request body could not be read") from None
+        except BodyTimedOut as exc:
+            raise _timed_out(exc) from None
+        if not raw.strip():
+            raise ApiError(400, "a request body is required")
     try:
         return convert(decode(raw, fmt, document))
     except MalformedBody as exc:
@@ -78,7 +86,10 @@ async def read_form(request: web.Request, *, allowed: frozenset[str] = FORM_TYPE
     if media_type not in allowed:
         raise ApiError(415, f"Content-Type must be {' or '.join(sorted(allowed))}")
     try:
-        return await request.post()
+        with request.config_dict[BODY_BUDGET].reserve(request):
+            return await request.post()
+    except BodyTimedOut as exc:
+        raise _timed_out(exc) from None
     except web.HTTPRequestEntityTooLarge as exc:
         if "form fields" in (exc.text or ""):  # aiohttp also counts fields (client_max_fields)
             raise ApiError(413, f"a form may have at most {request.client_max_fields} fields") from None
