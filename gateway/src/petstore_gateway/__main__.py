@@ -12,6 +12,7 @@ from petstore_common.metrics import start_metrics_server
 from petstore_common.settings import SettingsError
 from petstore_common.tracing import configure_tracing
 from petstore_gateway.app import create_app
+from petstore_gateway.connections import ConnectionTimeouts
 from petstore_gateway.keys import METRICS
 from petstore_gateway.serving import serve
 from petstore_gateway.settings import GatewaySettings
@@ -47,6 +48,7 @@ def main() -> None:
                 host=settings.host,
                 port=settings.port,
                 grace_seconds=settings.grace_seconds,
+                timeouts=ConnectionTimeouts.from_settings(settings),
                 reuse_port=settings.workers > 1,
                 on_stop=workers.signal_stop,
             )

@@ -13,10 +13,13 @@ from petstore_gateway import caching, health
 from petstore_gateway.apidoc.routes import build_documents
 from petstore_gateway.apidoc.routes import routes as apidoc_routes
 from petstore_gateway.auth import Authenticator
+from petstore_gateway.bodies import MAX_FORM_FIELDS
+from petstore_gateway.body_budget import BodyBudget
 from petstore_gateway.clients import ServiceClients, open_clients
 from petstore_gateway.keys import (
     API_DOCUMENTS,
     AUTHENTICATOR,
+    BODY_BUDGET,
     CLIENTS,
     METRICS,
     PET_CACHE,
@@ -36,7 +39,10 @@ from petstore_gateway.settings import GatewaySettings
 def create_app(settings: GatewaySettings, *, clients: ServiceClients | None = None) -> web.Application:
     """The gateway. Without `clients` it opens channels to the configured services on start-up
     and closes them on clean-up; tests pass clients of their own (and close them)."""
-    app = web.Application(middlewares=MIDDLEWARES, client_max_size=settings.max_body_bytes)
+    app = web.Application(
+        middlewares=MIDDLEWARES, client_max_size=settings.max_body_bytes, client_max_fields=MAX_FORM_FIELDS
+    )
+    app[BODY_BUDGET] = BodyBudget(settings.body_buffer_bytes, settings.max_body_bytes)
     app[SETTINGS] = settings
     caching.install(app)
     app[METRICS] = GatewayMetrics()

@@ -6,6 +6,7 @@ from aiohttp import web
 
 from petstore_gateway.apidoc.documents import ApiDocuments
 from petstore_gateway.auth import Authenticator, Principal
+from petstore_gateway.body_budget import BodyBudget
 from petstore_gateway.clients import ServiceClients
 from petstore_gateway.metrics import GatewayMetrics
 from petstore_gateway.negotiation import ResponseType
@@ -21,6 +22,8 @@ API_DOCUMENTS = web.AppKey("api_documents", ApiDocuments)
 """The API description, serialized once when the app is made."""
 RATE_LIMITS = web.AppKey("rate_limits", RateLimits)
 PET_CACHE = web.AppKey("pet_cache", PetCache)
+BODY_BUDGET = web.AppKey("body_budget", BodyBudget)
+"""Request-body bytes held at once across all connections."""
 """Encoded pets, served while the pet service's WatchPets stream keeps them coherent."""
 
 RESPONSE_TYPE = web.RequestKey("response_type", ResponseType)

@@ -30,6 +30,8 @@ from aiohttp.base_protocol import BaseProtocol
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.typedefs import Handler
 
+from petstore_gateway.connections import ConnectionTimeouts, GuardedAppRunner
+
 log = logging.getLogger(__name__)
 
 DRAIN_NOTICE_SECONDS = 0.5
@@ -96,12 +98,14 @@ async def serve(
     host: str,
     port: int,
     grace_seconds: float,
+    timeouts: ConnectionTimeouts,
     reuse_port: bool = False,
     on_stop: Callable[[], None] | None = None,
 ) -> None:
     """Serve `app` on host:port until SIGINT or SIGTERM, then drain and stop. `reuse_port`:
     share the port with other processes (SO_REUSEPORT; the kernel spreads connections);
-    `on_stop` runs as the stop begins (the first worker passes the signal on to the others)."""
+    `on_stop` runs as the stop begins (the first worker passes the signal on to the others);
+    `timeouts` close connections that stall (connections.py)."""
     logging.getLogger("aiohttp.server").addFilter(MalformedRequestLogFilter())
     in_flight = InFlight()
     app.middlewares.insert(0, in_flight.middleware)  # outermost: counts every request
@@ -112,7 +116,9 @@ async def serve(
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=grace_seconds)
+    runner = GuardedAppRunner(
+        app, timeouts=timeouts, handle_signals=False, access_log=None, shutdown_timeout=grace_seconds
+    )
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port, reuse_port=reuse_port or None)

@@ -17,6 +17,14 @@ _PUBLIC_BASE_URL = re.compile(r"https?://[^/\s?#@]+(/[^\s?#]*[^\s?#/])?")
 MAX_PUBLIC_BASE_URL_CHARS = 1024
 MAX_PORT = 65535
 
+# Slow clients (issue 18): each stalled or idle connection is closed within the longest of
+# these timeouts, and the body bytes they make the gateway hold are bounded across all of them.
+HEADER_TIMEOUT_SECONDS = 10.0
+BODY_TIMEOUT_SECONDS = 10.0
+KEEPALIVE_TIMEOUT_SECONDS = 30.0
+MAX_BODY_BYTES = 1024 * 1024
+BODY_BUFFER_BYTES = 16 * MAX_BODY_BYTES
+
 
 @dataclass(frozen=True, slots=True)
 class GatewaySettings:
@@ -31,7 +39,18 @@ class GatewaySettings:
     """The HS256 key the user service signs session tokens with."""
     grpc_timeout_seconds: float = 5.0
     """The deadline of every call to a service."""
-    max_body_bytes: int = 1024 * 1024
+    max_body_bytes: int = MAX_BODY_BYTES
+    body_buffer_bytes: int = BODY_BUFFER_BYTES
+    """Request-body bytes held at once across all connections; a body that would pass it is
+    503 with Retry-After before it is read. At least max_body_bytes."""
+    header_timeout_seconds: float = HEADER_TIMEOUT_SECONDS
+    """From the first byte of a request to the end of its headers; then 408 and closed."""
+    body_timeout_seconds: float = BODY_TIMEOUT_SECONDS
+    """A body that receives no byte this long, while the gateway is ready for more, is 408 and
+    its connection closed."""
+    keepalive_timeout_seconds: float = KEEPALIVE_TIMEOUT_SECONDS
+    """A connection without a request this long (after it opened or after its last answer) is
+    closed. A proxy in front should drop its idle upstream connections sooner."""
     log_level: str = "INFO"
     grace_seconds: float = 10.0
     """How long in-flight requests may finish after SIGTERM."""
@@ -78,6 +97,7 @@ class GatewaySettings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
         env = os.environ if env is None else env
         secret = session_secret(env)
+        max_body_bytes = env_int(env, "MAX_BODY_BYTES", MAX_BODY_BYTES, minimum=1)
         return cls(
             host=env_str(env, "GATEWAY_HOST", "127.0.0.1"),
             port=env_int(env, "GATEWAY_PORT", 8080),
@@ -87,7 +107,11 @@ class GatewaySettings:
             api_keys=env_list(env, "PETSTORE_API_KEYS"),
             session_secret=secret,
             grpc_timeout_seconds=env_float(env, "GRPC_TIMEOUT_SECONDS", 5.0, minimum=0.001),
-            max_body_bytes=env_int(env, "MAX_BODY_BYTES", 1024 * 1024, minimum=1),
+            max_body_bytes=max_body_bytes,
+            body_buffer_bytes=env_int(env, "BODY_BUFFER_BYTES", BODY_BUFFER_BYTES, minimum=max_body_bytes),
+            header_timeout_seconds=_seconds(env, "HEADER_TIMEOUT_SECONDS", HEADER_TIMEOUT_SECONDS),
+            body_timeout_seconds=_seconds(env, "BODY_TIMEOUT_SECONDS", BODY_TIMEOUT_SECONDS),
+            keepalive_timeout_seconds=_seconds(env, "KEEPALIVE_TIMEOUT_SECONDS", KEEPALIVE_TIMEOUT_SECONDS),
             log_level=env_str(env, "LOG_LEVEL", "INFO").upper(),
             grace_seconds=env_float(env, "GRACE_SECONDS", 10.0),
             rate_limit_per_second=env_int(env, "RATE_LIMIT_PER_SECOND", 50),
@@ -106,6 +130,10 @@ class GatewaySettings:
             instance_id=_instance_id(env),
             public_base_url=_public_base_url(env),
         )
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    return env_float(env, name, default, minimum=0.01)
 
 
 def _public_base_url(env: Mapping[str, str]) -> str:

@@ -5,6 +5,7 @@ import time
 import pytest
 from defusedxml.ElementTree import fromstring as parse_xml
 
+from petstore_gateway.bodies import BODY_BOUNDS
 from petstore_gateway.negotiation import BodyFormat
 from petstore_gateway.representations.inventory import INVENTORY
 from petstore_gateway.representations.pet import PET, PETS
@@ -36,7 +37,7 @@ BILLION_LAUGHS = b"""<?xml version="1.0"?>
 def test_dtds_and_entities_are_refused_fast(body: bytes) -> None:
     started = time.perf_counter()
     with pytest.raises(MalformedBody, match="DTD"):
-        decode(body, BodyFormat.XML, PET)
+        decode(body, BodyFormat.XML, PET, BODY_BOUNDS)
     assert time.perf_counter() - started < 0.1
 
 
@@ -54,7 +55,7 @@ def test_dtds_and_entities_are_refused_fast(body: bytes) -> None:
 )
 def test_malformed_bodies(body: bytes, body_format: BodyFormat) -> None:
     with pytest.raises(MalformedBody):
-        decode(body, body_format, PET)
+        decode(body, body_format, PET, BODY_BOUNDS)
 
 
 def test_xml_follows_the_shape_and_types_its_values() -> None:
@@ -62,7 +63,7 @@ def test_xml_follows_the_shape_and_types_its_values() -> None:
       <category><id>1</id><name>Dogs</name></category>
       <photoUrls><photoUrl>a</photoUrl><photoUrl>b</photoUrl></photoUrls>
       <tags><tag><id>2</id><name>good</name></tag></tags><status>sold</status></Pet>"""
-    assert decode(body, BodyFormat.XML, PET) == {
+    assert decode(body, BodyFormat.XML, PET, BODY_BOUNDS) == {
         "id": 7,
         "name": "Rex",
         "category": {"id": 1, "name": "Dogs"},
@@ -73,19 +74,22 @@ def test_xml_follows_the_shape_and_types_its_values() -> None:
 
 
 def test_empty_xml_numbers_are_absent_and_bad_ones_are_named() -> None:
-    assert decode(b"<Pet><id/><name>x</name></Pet>", BodyFormat.XML, PET) == {"id": None, "name": "x"}
+    assert decode(b"<Pet><id/><name>x</name></Pet>", BodyFormat.XML, PET, BODY_BOUNDS) == {
+        "id": None,
+        "name": "x",
+    }
     with pytest.raises(InvalidRepresentation, match=r"^category\.id must be an integer$"):
-        decode(b"<Pet><category><id>1.5</id></category></Pet>", BodyFormat.XML, PET)
+        decode(b"<Pet><category><id>1.5</id></category></Pet>", BodyFormat.XML, PET, BODY_BOUNDS)
 
 
 def test_xml_root_must_name_the_resource() -> None:
     with pytest.raises(InvalidRepresentation, match="<Pet>"):
-        decode(b"<Order><id>1</id></Order>", BodyFormat.XML, PET)
+        decode(b"<Order><id>1</id></Order>", BodyFormat.XML, PET, BODY_BOUNDS)
 
 
 def test_xml_lists_take_their_item_elements() -> None:
     body = b"<users><User><username>a</username></User><User><username>b</username></User></users>"
-    assert decode(body, BodyFormat.XML, USERS) == [{"username": "a"}, {"username": "b"}]
+    assert decode(body, BodyFormat.XML, USERS, BODY_BOUNDS) == [{"username": "a"}, {"username": "b"}]
 
 
 def test_json_output() -> None:

@@ -32,7 +32,7 @@ from petstore_gateway.params import (
     PAGE_TOKEN_PARAM,
 )
 from petstore_gateway.representations.order import ORDER_STATUSES
-from petstore_gateway.representations.pet import PET_STATUSES
+from petstore_gateway.representations.pet import MAX_PHOTO_URLS, MAX_TAGS, PET_STATUSES
 from petstore_gateway.representations.user import MAX_USERS_PER_REQUEST
 
 JSON = "application/json"
@@ -70,9 +70,7 @@ NAME_PATTERN = rf"^[^{_CONTROL}]*[^\s{_CONTROL}][^{_CONTROL}]*$"
 
 # pet-service validation.py
 MAX_PET_NAME_CHARS = 256
-MAX_PHOTO_URLS = 64
 MAX_PHOTO_URL_CHARS = 2048
-MAX_TAGS = 64
 MAX_TAG_NAME_FILTERS = 64
 MAX_IMAGE_METADATA_CHARS = 1024
 # pet-service images.py

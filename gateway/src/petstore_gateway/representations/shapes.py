@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 from defusedxml import DefusedXmlException
-from defusedxml.ElementTree import fromstring as parse_xml_safely
+from defusedxml.ElementTree import DefusedXMLParser
 
 from petstore_gateway.negotiation import BodyFormat
 
@@ -27,6 +27,24 @@ class MalformedBody(ValueError):
 
 class InvalidRepresentation(ValueError):
     """The body parses but does not have the resource's shape (400, or 405 where classic says so)."""
+
+
+class OversizedStructure(ValueError):
+    """The body passes a structural bound (413): refused before or as soon as it is seen."""
+
+
+@dataclass(frozen=True, slots=True)
+class StructureBounds:
+    """How big a body may be in structure, whatever its bytes: parsing a million tiny elements
+    costs the event loop far more than a few long strings."""
+
+    max_depth: int
+    """Levels of nesting: the outermost value or element is level 1, a scalar inside it 2."""
+    max_items: int
+    """Items in one list, members in one object (child elements and attributes in XML)."""
+    max_values: int
+    """JSON values (every object, list and scalar) or XML elements, attributes, comments and
+    processing instructions in the whole body."""
 
 
 class Scalar(enum.Enum):
@@ -75,15 +93,31 @@ _INTEGER = re.compile(r"[+-]?[0-9]{1,25}")
 _BOOLEANS = {"true": True, "false": False, "1": True, "0": False}
 
 
-def decode(body: bytes, body_format: BodyFormat, document: Document) -> Any:
-    """Parse `body` into a wire value; XML follows `document`'s shape."""
+XML_FEED_BYTES = 64 * 1024
+"""XML is fed to the parser in pieces this big, so that a parse running in a worker thread
+lets the event loop take the GIL between them."""
+
+
+def decode(body: bytes, body_format: BodyFormat, document: Document, bounds: StructureBounds) -> Any:
+    """Parse `body` into a wire value; XML follows `document`'s shape. OversizedStructure past
+    `bounds`: counted on the raw bytes first (C speed), so a body of a million tiny values is
+    refused before anything is built for it."""
     if body_format is BodyFormat.JSON:
+        _prescan_json(body, bounds)
         try:
-            return orjson.loads(body)
+            value = orjson.loads(body)
         except orjson.JSONDecodeError:
             raise MalformedBody("request body is not valid JSON") from None
+        _check_json(value, bounds)
+        return value
+    _prescan_xml(body, bounds)
     try:
-        root = parse_xml_safely(body, forbid_dtd=True)
+        parser = DefusedXMLParser(target=_BoundedTreeBuilder(bounds), forbid_dtd=True)
+        for start in range(0, len(body), XML_FEED_BYTES):
+            parser.feed(body[start : start + XML_FEED_BYTES])
+        root = parser.close()
+    except OversizedStructure:
+        raise  # a ValueError, not to be taken for invalid XML below
     except DefusedXmlException:
         raise MalformedBody("request body must not contain a DTD or entity declarations") from None
     # LookupError: an encoding the XML declaration names that Python does not know.
@@ -92,6 +126,105 @@ def decode(body: bytes, body_format: BodyFormat, document: Document) -> Any:
     if isinstance(document.shape, (Obj, MapOf)) and _local(root.tag) != document.root_tag:
         raise InvalidRepresentation(f"the XML root element must be <{document.root_tag}>")
     return _from_xml(root, document.shape, document.root_tag if isinstance(document.shape, ListOf) else "")
+
+
+def _too_many_values(bounds: StructureBounds, what: str) -> OversizedStructure:
+    return OversizedStructure(f"request body has more than {bounds.max_values} {what}")
+
+
+def _too_deep(bounds: StructureBounds) -> OversizedStructure:
+    return OversizedStructure(f"request body nests deeper than {bounds.max_depth} levels")
+
+
+def _too_many_items(bounds: StructureBounds) -> OversizedStructure:
+    return OversizedStructure(f"a list or object in the request body has more than {bounds.max_items} items")
+
+
+# A JSON string, for counting what lies outside strings (possessive: no backtracking).
+_JSON_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"')
+
+
+def _prescan_json(body: bytes, bounds: StructureBounds) -> None:
+    """Every value but the first follows a comma or an opening bracket, and each string (key
+    or value) has two quotes: byte counts bound the values before orjson builds them."""
+    if body.count(b'"') > 4 * bounds.max_values:  # a key and a string value for every value
+        raise _too_many_values(bounds, "values")
+    outside = body
+    if _structural_bytes(body) > bounds.max_values:  # commas inside strings count too: look closer
+        outside = _JSON_STRING.sub(b"", body)  # few strings (checked above): cheap
+    if _structural_bytes(outside) > bounds.max_values:
+        raise _too_many_values(bounds, "values")
+
+
+def _structural_bytes(body: bytes) -> int:
+    return body.count(b",") + body.count(b"[") + body.count(b"{")
+
+
+def _check_json(value: Any, bounds: StructureBounds) -> None:
+    """Depth and items per list or object, walked without recursion."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if not children:
+            continue
+        if depth >= bounds.max_depth:
+            raise _too_deep(bounds)
+        if len(children) > bounds.max_items:
+            raise _too_many_items(bounds)
+        stack.extend((child, depth + 1) for child in children)
+
+
+def _prescan_xml(body: bytes, bounds: StructureBounds) -> None:
+    """In XML '<' opens markup only (text and attribute values escape it; CDATA and comments
+    count as markup too), so elements, comments and PIs are at least half the '<'s; each
+    attribute has '="' or "='"."""
+    markup = (body.count(b"<") + 1) // 2 + body.count(b'="') + body.count(b"='")
+    if markup > bounds.max_values:
+        raise _too_many_values(bounds, "elements and attributes")
+
+
+class _BoundedTreeBuilder(ET.TreeBuilder):
+    """Builds the tree and refuses as soon as it passes a bound."""
+
+    def __init__(self, bounds: StructureBounds) -> None:
+        super().__init__()
+        self._bounds = bounds
+        self._values = 0
+        self._children = [0]
+        """Children so far of each open element, the root's parent first."""
+
+    def _count(self, values: int) -> None:
+        self._values += values
+        if self._values > self._bounds.max_values:
+            raise _too_many_values(self._bounds, "elements and attributes")
+
+    def start(self, tag: Any, attrs: Any) -> ET.Element:
+        self._count(1 + len(attrs))
+        if len(self._children) > self._bounds.max_depth:
+            raise _too_deep(self._bounds)
+        self._children[-1] += 1
+        if self._children[-1] > self._bounds.max_items or len(attrs) > self._bounds.max_items:
+            raise _too_many_items(self._bounds)
+        self._children.append(0)
+        return super().start(tag, attrs)
+
+    def end(self, tag: Any) -> ET.Element:
+        self._children.pop()
+        return super().end(tag)
+
+    def comment(self, text: Any) -> Any:
+        self._count(1)
+        return super().comment(text)
+
+    def pi(self, target: Any, text: Any = None) -> Any:
+        self._count(1)
+        return super().pi(target, text)
 
 
 def _local(tag: str) -> str:
