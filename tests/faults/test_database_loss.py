@@ -3,7 +3,8 @@ services answer 503 quickly while it is gone, recover by themselves, and every w
 was answered 200 is still there afterwards. Readiness names every service that lost it within a
 second, and routing follows it back. An Idempotency-Key whose attempt died with the database
 (frozen with SIGSTOP, or killed) at its claim, its work or its abandon is free again within a
-second of the database answering, and its retry has exactly one effect."""
+second of the database answering, and its retry has exactly one effect. The frozen abandon is
+thawed only after the service logged that it gave up, so the lease is what frees the key."""
 
 from __future__ import annotations
 
@@ -253,6 +254,22 @@ async def warm_up(session: ClientSession, base: str) -> None:
     assert reply.status == 200, reply
 
 
+async def pet_with_an_order(session: ClientSession, base: str) -> Outcome:
+    """A pet, and an order of it without a key: the order service's channel to the pet service
+    is connected before the test stops the pet service. (A first connection to a stopped pet
+    service fails its look-up as UNAVAILABLE within half a second; a connected one waits for
+    the deadline, which leaves the test time to act while the attempt is at work.)"""
+    pet = await send(
+        session, Request("pet", "POST", f"{base}/pet", {"name": "Rex", "photoUrls": []}, STATIC_KEY)
+    )
+    assert pet.status == 200, pet
+    order = await send(
+        session, Request("order", "POST", f"{base}/store/order", {"petId": pet.body["id"]}, STATIC_KEY)
+    )
+    assert order.status == 200, order
+    return pet
+
+
 async def test_a_key_whose_claim_met_a_frozen_database_is_free_when_it_answers(
     stack: Stack, database: Database, session: ClientSession
 ) -> None:
@@ -317,10 +334,7 @@ async def test_a_key_whose_work_and_abandon_met_a_killed_database_is_free_when_i
     stack: Stack, database: Database, session: ClientSession
 ) -> None:
     base = stack.base_url
-    pet = await send(
-        session, Request("pet", "POST", f"{base}/pet", {"name": "Rex", "photoUrls": []}, STATIC_KEY)
-    )
-    assert pet.status == 200, pet
+    pet = await pet_with_an_order(session, base)
     create = keyed(
         Request("order", "POST", f"{base}/store/order", {"petId": pet.body["id"]}, STATIC_KEY), "killed-work"
     )
@@ -344,3 +358,64 @@ async def test_a_key_whose_work_and_abandon_met_a_killed_database_is_free_when_i
     replay = await send(session, create)
     assert (replay.status, replay.headers.get("Idempotent-Replayed")) == (200, "true"), replay
     assert replay.body["id"] == order_id
+
+
+SETTLE_FAILED = b"could not settle an idempotency record"
+"""What a service logs when the abandon of a dead attempt could not reach the database."""
+SETTLE_GIVES_UP_SECONDS = 20.0
+"""A write to a frozen database fails by the driver's socket timeout (10 s in these stacks),
+or sooner when the driver has already found the server gone: this bounds both, with margin."""
+
+
+def holds(path: Path, line: bytes) -> bool:
+    return path.exists() and line in path.read_bytes()
+
+
+async def logged(path: Path, line: bytes, within: float) -> None:
+    """Wait until the process log at `path` holds `line`."""
+    deadline = time.monotonic() + within
+    while not await asyncio.to_thread(holds, path, line):
+        assert time.monotonic() < deadline, f"{path.name} did not log {line!r} within {within}s"
+        await asyncio.sleep(0.1)
+
+
+async def test_a_key_whose_work_and_abandon_met_a_frozen_database_is_free_when_it_answers(
+    stack: Stack, database: Database, session: ClientSession, log_dir: Path
+) -> None:
+    base = stack.base_url
+    pet = await pet_with_an_order(session, base)
+    create = keyed(
+        Request("order", "POST", f"{base}/store/order", {"petId": pet.body["id"], "quantity": 2}, STATIC_KEY),
+        "frozen-work",
+    )
+    stack.signal("pet", signal.SIGSTOP)  # the order's look-up of its pet hangs: the attempt is at work
+    try:
+        attempt = asyncio.create_task(send(session, create))
+        await asyncio.sleep(0.3)
+        twin = await send(session, create)
+        assert twin.status == 409, twin  # the claim is in, and its lease is held
+        database.freeze()  # its renewals now hang, and so will its abandon
+        try:
+            died = await attempt  # the gateway's deadline ends it
+            assert (died.status, died.headers.get("Retry-After")) == (503, "1"), died
+            # Thawed only once the abandon has given up, so what frees the key is its lease
+            # running out, not an abandon landing late.
+            await logged(log_dir / "order.log", SETTLE_FAILED, within=SETTLE_GIVES_UP_SECONDS)
+        finally:
+            database.thaw()
+    finally:
+        stack.signal("pet", signal.SIGCONT)
+    thawed = time.monotonic()
+
+    outcomes = await retry_until_done(session, create, within=RECOVERY_SECONDS)
+    assert blocked_after(outcomes, thawed) < FREE_WITHIN_SECONDS, outcomes
+    order_id = outcomes[-1].body["id"]
+    replay = await send(session, create)
+    assert (replay.status, replay.headers.get("Idempotent-Replayed")) == (200, "true"), replay
+    assert replay.body["id"] == order_id
+    orders = await send(
+        session,
+        Request("orders", "GET", f"{base}/store/order?petId={pet.body['id']}&limit=1000", api_key=STATIC_KEY),
+    )
+    assert orders.status == 200, orders
+    assert [order["id"] for order in orders.body if order["quantity"] == 2] == [order_id]
