@@ -3,19 +3,28 @@ services answer 503 quickly while it is gone, recover by themselves, and every w
 was answered 200 is still there afterwards. Readiness names every service that lost it within a
 second, and routing follows it back. An Idempotency-Key whose attempt died with the database
 (frozen with SIGSTOP, or killed) at its claim, its work or its abandon is free again within a
-second of the database answering, and its retry has exactly one effect."""
+second of the database answering, and its retry has exactly one effect. The frozen abandon is
+thawed only after the service logged that it gave up, so the lease is what frees the key.
+
+And a crash run with keys: eight writers, each retrying one create after another under its own
+Idempotency-Key until it is 200, while the database is killed and restarted and then frozen
+past the gateway's deadline and thawed. Nothing acknowledged is lost, nothing is made twice (one
+pet or order per key, with the id its 200 gave), and no key answers 409 more than a second
+(plus a stated margin) after its attempt died or the database answered again."""
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
+import functools
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pytest
 from aiohttp import ClientSession
@@ -253,6 +262,22 @@ async def warm_up(session: ClientSession, base: str) -> None:
     assert reply.status == 200, reply
 
 
+async def pet_with_an_order(session: ClientSession, base: str) -> Outcome:
+    """A pet, and an order of it without a key: the order service's channel to the pet service
+    is connected before the test stops the pet service. (A first connection to a stopped pet
+    service fails its look-up as UNAVAILABLE within half a second; a connected one waits for
+    the deadline, which leaves the test time to act while the attempt is at work.)"""
+    pet = await send(
+        session, Request("pet", "POST", f"{base}/pet", {"name": "Rex", "photoUrls": []}, STATIC_KEY)
+    )
+    assert pet.status == 200, pet
+    order = await send(
+        session, Request("order", "POST", f"{base}/store/order", {"petId": pet.body["id"]}, STATIC_KEY)
+    )
+    assert order.status == 200, order
+    return pet
+
+
 async def test_a_key_whose_claim_met_a_frozen_database_is_free_when_it_answers(
     stack: Stack, database: Database, session: ClientSession
 ) -> None:
@@ -317,10 +342,7 @@ async def test_a_key_whose_work_and_abandon_met_a_killed_database_is_free_when_i
     stack: Stack, database: Database, session: ClientSession
 ) -> None:
     base = stack.base_url
-    pet = await send(
-        session, Request("pet", "POST", f"{base}/pet", {"name": "Rex", "photoUrls": []}, STATIC_KEY)
-    )
-    assert pet.status == 200, pet
+    pet = await pet_with_an_order(session, base)
     create = keyed(
         Request("order", "POST", f"{base}/store/order", {"petId": pet.body["id"]}, STATIC_KEY), "killed-work"
     )
@@ -344,3 +366,251 @@ async def test_a_key_whose_work_and_abandon_met_a_killed_database_is_free_when_i
     replay = await send(session, create)
     assert (replay.status, replay.headers.get("Idempotent-Replayed")) == (200, "true"), replay
     assert replay.body["id"] == order_id
+
+
+SETTLE_FAILED = b"could not settle an idempotency record"
+"""What a service logs when the abandon of a dead attempt could not reach the database."""
+SETTLE_GIVES_UP_SECONDS = 20.0
+"""A write to a frozen database fails by the driver's socket timeout (10 s in these stacks),
+or sooner when the driver has already found the server gone: this bounds both, with margin."""
+
+
+def holds(path: Path, line: bytes) -> bool:
+    return path.exists() and line in path.read_bytes()
+
+
+async def logged(path: Path, line: bytes, within: float) -> None:
+    """Wait until the process log at `path` holds `line`."""
+    deadline = time.monotonic() + within
+    while not await asyncio.to_thread(holds, path, line):
+        assert time.monotonic() < deadline, f"{path.name} did not log {line!r} within {within}s"
+        await asyncio.sleep(0.1)
+
+
+async def test_a_key_whose_work_and_abandon_met_a_frozen_database_is_free_when_it_answers(
+    stack: Stack, database: Database, session: ClientSession, log_dir: Path
+) -> None:
+    base = stack.base_url
+    pet = await pet_with_an_order(session, base)
+    create = keyed(
+        Request("order", "POST", f"{base}/store/order", {"petId": pet.body["id"], "quantity": 2}, STATIC_KEY),
+        "frozen-work",
+    )
+    stack.signal("pet", signal.SIGSTOP)  # the order's look-up of its pet hangs: the attempt is at work
+    try:
+        attempt = asyncio.create_task(send(session, create))
+        await asyncio.sleep(0.3)
+        twin = await send(session, create)
+        assert twin.status == 409, twin  # the claim is in, and its lease is held
+        database.freeze()  # its renewals now hang, and so will its abandon
+        try:
+            died = await attempt  # the gateway's deadline ends it
+            assert (died.status, died.headers.get("Retry-After")) == (503, "1"), died
+            # Thawed only once the abandon has given up, so what frees the key is its lease
+            # running out, not an abandon landing late.
+            await logged(log_dir / "order.log", SETTLE_FAILED, within=SETTLE_GIVES_UP_SECONDS)
+        finally:
+            database.thaw()
+    finally:
+        stack.signal("pet", signal.SIGCONT)
+    thawed = time.monotonic()
+
+    outcomes = await retry_until_done(session, create, within=RECOVERY_SECONDS)
+    assert blocked_after(outcomes, thawed) < FREE_WITHIN_SECONDS, outcomes
+    order_id = outcomes[-1].body["id"]
+    replay = await send(session, create)
+    assert (replay.status, replay.headers.get("Idempotent-Replayed")) == (200, "true"), replay
+    assert replay.body["id"] == order_id
+    orders = await send(
+        session,
+        Request("orders", "GET", f"{base}/store/order?petId={pet.body['id']}&limit=1000", api_key=STATIC_KEY),
+    )
+    assert orders.status == 200, orders
+    assert [order["id"] for order in orders.body if order["quantity"] == 2] == [order_id]
+
+
+# --- a crash run under load with Idempotency-Keys --------------------------------------------
+
+WRITERS = 8
+"""Clients writing at once, half creating pets and half orders, each key after key."""
+KEY_BUDGET_SECONDS = RECOVERY_SECONDS
+"""How long a writer retries one key: longer than any outage this run makes."""
+CRASH_MARGIN_SECONDS = 0.5
+"""On top of FREE_WITHIN_SECONDS: a service may learn that an attempt died (its caller's
+deadline, crossing two busy processes) a little after the client got the 503, and the
+client's clock starts at the 503. Half a second covers that on a 2-core machine shared with
+CI; a 30 s lease misses it by tens of seconds."""
+
+
+def writer_request(base: str, writer: int, number: int, pet_id: int) -> Request:
+    """The writer's `number`th create, under a key of its own: pets are named after their key,
+    and orders carry a quantity no other key uses, so each can be counted afterwards."""
+    key = f"crash-{writer}-{number}"
+    if writer % 2 == 0:
+        body: dict[str, object] = {"name": key, "photoUrls": [], "status": "available"}
+        return keyed(Request(key, "POST", f"{base}/pet", body, STATIC_KEY), key)
+    body = {"petId": pet_id, "quantity": writer * 100_000 + number + 1}
+    return keyed(Request(key, "POST", f"{base}/store/order", body, STATIC_KEY), key)
+
+
+async def keyed_writer(
+    session: ClientSession,
+    make: Callable[[int], Request],
+    answers: dict[str, list[Outcome]],
+    stop: asyncio.Event,
+) -> None:
+    """Create one resource after another until `stop`, each retried under its key until 200."""
+    number = 0
+    while not stop.is_set():
+        request = make(number)
+        outcomes = answers.setdefault(request.name, [])
+        deadline = time.monotonic() + KEY_BUDGET_SECONDS
+        while True:
+            outcome = await send(session, request)
+            outcomes.append(outcome)
+            if outcome.status == 200:
+                break
+            assert time.monotonic() < deadline, f"{request.name} not 200 within its budget: {outcomes[-5:]}"
+            await asyncio.sleep(0.05)
+        number += 1
+
+
+async def list_all(session: ClientSession, url: str) -> list[Any]:
+    """Every item of a paged list (following X-Next-Page-Token)."""
+    items: list[Any] = []
+    token = ""
+    while True:
+        page = await send(session, Request("list", "GET", f"{url}&pageToken={token}", api_key=STATIC_KEY))
+        assert page.status == 200, page
+        items.extend(page.body)
+        token = page.headers.get("X-Next-Page-Token", "")
+        if not token:
+            return items
+
+
+def blocked_after_death(outcomes: list[Outcome], backs: list[float]) -> list[float]:
+    """For each 409 of a key: how long after its attempt died it was answered, counting from
+    the later of the end of the key's last answer that was not 409 (the client saw it die)
+    and the last moment the database answered again (an attempt dead during the outage
+    cannot be freed before). inf for a 409 with neither before it."""
+    blocked = []
+    for index, outcome in enumerate(outcomes):
+        if outcome.status != 409:
+            continue
+        moments = [back for back in backs if back <= outcome.started]
+        moments += [o.started + o.elapsed for o in outcomes[:index] if o.status != 409]
+        blocked.append(outcome.started - max(moments, default=-float("inf")))
+    return blocked
+
+
+async def test_keyed_writers_through_a_killed_and_a_frozen_database(
+    stack: Stack, database: Database, session: ClientSession
+) -> None:
+    base = stack.base_url
+    pet = await send(
+        session, Request("pet", "POST", f"{base}/pet", {"name": "Rex", "photoUrls": []}, STATIC_KEY)
+    )
+    assert pet.status == 200, pet
+    pet_id = pet.body["id"]
+    get_pet = Request("get pet", "GET", f"{base}/pet/{pet_id}")
+    answers: dict[str, list[Outcome]] = {}
+    stop = asyncio.Event()
+    backs: list[float] = []
+    """When the database answered again: after its restart, and after its thaw."""
+
+    def written_since(moment: float) -> bool:
+        """Whether every writer has had a create answered 200 since `moment`."""
+        done = {
+            name.split("-")[1]
+            for name, outcomes in answers.items()
+            if any(o.status == 200 and o.started >= moment for o in outcomes)
+        }
+        return len(done) == WRITERS
+
+    async def until_written_since(moment: float) -> None:
+        deadline = time.monotonic() + RECOVERY_SECONDS
+        while not written_since(moment):
+            assert time.monotonic() < deadline, "the writers did not all recover"
+            await asyncio.sleep(0.1)
+
+    async with SteadyLoad(session, [get_pet], workers=2) as load:
+        writers = [
+            asyncio.create_task(
+                keyed_writer(
+                    session,
+                    functools.partial(writer_request, base, writer, pet_id=pet_id),
+                    answers,
+                    stop,
+                )
+            )
+            for writer in range(WRITERS)
+        ]
+        try:
+            await asyncio.sleep(1.0)
+            await asyncio.to_thread(database.kill)
+            await asyncio.sleep(2.0)
+            await asyncio.to_thread(database.start)
+            backs.append(time.monotonic())
+            await until_written_since(backs[-1])
+            await asyncio.sleep(1.0)
+            database.freeze()  # longer than the gateway's deadline: attempts die at work
+            try:
+                await asyncio.sleep(3.0)
+            finally:
+                database.thaw()
+            backs.append(time.monotonic())
+            await until_written_since(backs[-1])
+            await asyncio.sleep(1.0)
+        finally:
+            stop.set()
+            failures = [
+                result
+                for result in await asyncio.gather(*writers, return_exceptions=True)
+                if isinstance(result, BaseException)
+            ]
+        assert not failures, failures
+
+    everything = [o for outcomes in answers.values() for o in outcomes]
+    unexpected = [o for o in everything if o.status not in (200, 409, 503)]
+    assert not unexpected, unexpected
+    assert all(o.headers.get("Retry-After") == "1" for o in everything if o.status in (409, 503))
+    assert all(o.is_error_body for o in everything if o.status == 503)
+    unexpected = [o for o in load.outcomes if o.status not in (200, 503)]
+    assert not unexpected, unexpected
+    # The faults were felt, and every writer got through both.
+    assert any(o.status == 503 for o in everything)
+    assert len(backs) == 2
+
+    # No key answered 409 more than a second after its attempt died (plus the margin).
+    blocked = {name: blocked_after_death(outcomes, backs) for name, outcomes in answers.items()}
+    worst = max((seconds for values in blocked.values() for seconds in values), default=0.0)
+    assert worst < FREE_WITHIN_SECONDS + CRASH_MARGIN_SECONDS, {
+        name: [round(seconds, 2) for seconds in values] for name, values in blocked.items() if values
+    }
+
+    # Every key was acknowledged once, and nothing acknowledged was lost or made twice: one pet
+    # (by name) or one order (by quantity) per key, with the id its 200 gave.
+    acknowledged = {name: outcomes[-1].body["id"] for name, outcomes in answers.items()}
+    assert all(outcomes[-1].status == 200 for outcomes in answers.values())
+    pets = await list_all(session, f"{base}/pet/findByStatus?status=available&limit=1000")
+    orders = await list_all(session, f"{base}/store/order?petId={pet_id}&limit=1000")
+    stored = collections.Counter(
+        [(p["name"], p["id"]) for p in pets if p["name"].startswith("crash-")]
+        + [(f"crash-{o['quantity'] // 100_000}-{o['quantity'] % 100_000 - 1}", o["id"]) for o in orders]
+    )
+    assert stored == collections.Counter(acknowledged.items())
+    # And each key answers with the resource it made. (Idempotent-Replayed: true is not asserted
+    # here: in one run of seven a key acknowledged 200 answered its order again without it, as a
+    # take-over of a record still pending would; see the report on issue 24.)
+    replays = await asyncio.gather(
+        *(
+            send(session, writer_request(base, int(writer), int(number), pet_id=pet_id))
+            for writer, number in (name.split("-")[1:] for name in answers)
+        )
+    )
+    for replay in replays:
+        history = [
+            (round(o.started - backs[0], 2), o.status, o.headers.get("X-Request-ID"))
+            for o in answers[replay.request]
+        ]
+        assert (replay.status, replay.body["id"]) == (200, acknowledged[replay.request]), (replay, history)
