@@ -15,6 +15,7 @@ from pymongo.errors import ConnectionFailure
 from petstore.auth.v1 import caller_pb2
 from petstore.pet.v1 import pet_pb2, pet_service_pb2
 from petstore_common import callers
+from petstore_common import idempotency as idempotency_module
 from petstore_common.errors import Aborted, AlreadyExists, FailedPrecondition, InvalidArgument, Unavailable
 from petstore_common.idempotency import (
     IN_PROGRESS,
@@ -413,6 +414,46 @@ async def test_a_running_attempt_keeps_its_key_for_as_long_as_it_runs(store: Ide
 
     assert await attempt == (caller_pb2.Caller(user_id=1), False)
     assert await run(idempotency, effects) == (caller_pb2.Caller(user_id=1), True)
+
+
+async def test_the_answer_is_never_written_while_a_renewal_is_on_its_way(
+    store: IdempotencyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A renewal that reads the pending record and writes it back (as FerretDB v1 updates)
+    would undo an answer written meanwhile: the two never overlap."""
+    monkeypatch.setattr(idempotency_module, "RENEW_INTERVAL_SECONDS", 0.001)
+    in_flight: list[str] = []
+    overlaps: list[str] = []
+
+    class SlowRenewals(FaultyStore):
+        def __getattr__(self, name: str) -> Any:
+            real = getattr(self.store, name)
+
+            async def call(*args: Any) -> Any:
+                if name == "complete" and in_flight:
+                    overlaps.append(name)
+                in_flight.append(name)
+                try:
+                    if name == "renew":
+                        await asyncio.sleep(0.02)
+                    return await real(*args)
+                finally:
+                    in_flight.remove(name)
+
+            return call
+
+    idempotency, effects = Idempotency(SlowRenewals(store)), Effects()
+
+    async def busy(reservation: Reservation) -> caller_pb2.Caller:
+        await asyncio.sleep(0.01)  # long enough for a renewal to be on its way at the end
+        return await effects.once(reservation)
+
+    for attempt in range(5):
+        await idempotency.run(
+            key=f"k{attempt}", caller=STAFF, fingerprint="f", response_type=caller_pb2.Caller, execute=busy
+        )
+    assert effects.count == 5
+    assert overlaps == []
 
 
 async def test_an_attempt_taken_over_cannot_take_effect(store: IdempotencyStore) -> None:

@@ -390,10 +390,15 @@ class Idempotency:
         if isinstance(outcome, Replay):
             return response_type.FromString(outcome.response), True
         reservation = Reservation(self._store, record_id, outcome.reserved, holder=holder)
-        renewal = asyncio.create_task(self._renew(record_id, holder))
+        # The answer is never written while a renewal of ours is on its way: a store that updates
+        # by reading and writing back the record (FerretDB v1) could put the pending record back
+        # over it. The renewals go on until the answer is written.
+        lease = asyncio.Lock()
+        renewal = asyncio.create_task(self._renew(record_id, holder, lease))
         try:
             response = await execute(reservation)
-            await self._store.complete(record_id, holder, response.SerializeToString())
+            async with lease:
+                await self._store.complete(record_id, holder, response.SerializeToString())
         except ServiceError as exc:
             renewal.cancel()
             await asyncio.shield(self._settle(record_id, holder, definite=not isinstance(exc, Unavailable)))
@@ -426,12 +431,14 @@ class Idempotency:
         setattr(response, "idempotent_replay", replayed)  # noqa: B010 (every create response has it)
         return response
 
-    async def _renew(self, record_id: str, holder: str) -> None:
+    async def _renew(self, record_id: str, holder: str, lease: asyncio.Lock) -> None:
         """Keep the lease while the request runs; ends when the holder is taken over."""
         while True:
             await asyncio.sleep(RENEW_INTERVAL_SECONDS)
             try:
-                if not await self._store.renew(record_id, holder, self._clock()):
+                async with lease:
+                    renewed = await self._store.renew(record_id, holder, self._clock())
+                if not renewed:
                     return
             except Exception as exc:  # the next renewal may get through; the fence guards
                 log.warning("could not renew an idempotency lease", extra={"error": type(exc).__name__})
