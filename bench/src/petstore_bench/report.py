@@ -23,7 +23,7 @@ PROCESS_ORDER = ("gateway", "pet", "order", "user", "ferretdb", "baseline")
 GATEWAY_TOTAL = "gateway total"
 """The CPU table's sum over every gateway process (with --gateway-workers above 1)."""
 
-# The issue's targets (issue 11, "Targets"): embedded store, this machine, one run.
+# The targets: embedded store, a 2-core host, one run.
 GET_PET_MIN_RATIO = 0.5
 """get_pet_random (10,000 random ids in `make bench`) against the bare aiohttp baseline."""
 GET_PET_MAX_P99_MS = 10.0

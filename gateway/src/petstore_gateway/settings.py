@@ -17,7 +17,7 @@ _PUBLIC_BASE_URL = re.compile(r"https?://[^/\s?#@]+(/[^\s?#]*[^\s?#/])?")
 MAX_PUBLIC_BASE_URL_CHARS = 1024
 MAX_PORT = 65535
 
-# Slow clients (issue 18): each stalled or idle connection is closed within the longest of
+# Slow clients: each stalled or idle connection is closed within the longest of
 # these timeouts, and the body bytes they make the gateway hold are bounded across all of them.
 HEADER_TIMEOUT_SECONDS = 10.0
 BODY_TIMEOUT_SECONDS = 10.0
