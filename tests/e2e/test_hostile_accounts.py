@@ -175,7 +175,7 @@ def second_gateway(control: StackControl, tmp_path_factory: pytest.TempPathFacto
     extra.processes = {
         "gateway": replace(
             first,
-            env={**first.env, **LOW_LIMITS, "GATEWAY_PORT": str(port)},
+            env={**first.env, **LOW_LIMITS, "GATEWAY_PORT": str(port), "METRICS_PORT": "0"},
             port=port,
             process=None,
         )
