@@ -95,6 +95,15 @@ async def send(session: ClientSession, request: Request) -> Outcome:
     return Outcome(request.name, started, time.monotonic() - started, status, body, headers=reply_headers)
 
 
+async def create_pet(session: ClientSession, base: str, api_key: str, name: str = "Rex") -> Outcome:
+    """A pet created through the gateway at `base` (asserted): what most fault tests start from."""
+    created = await send(
+        session, Request("create", "POST", f"{base}/pet", {"name": name, "photoUrls": []}, api_key)
+    )
+    assert created.status == 200, created
+    return created
+
+
 async def wait_for(session: ClientSession, request: Request, status: int, within: float) -> float:
     """Poll until `request` answers `status`; returns the time (monotonic) it first did."""
     deadline = time.monotonic() + within

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import dataclasses
 import functools
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -33,7 +34,7 @@ from petstore_devstack.ferretdb import launch_ferretdb
 from petstore_devstack.ports import free_port, wait_for_port
 from petstore_devstack.stack import Stack
 from tests.faults.conftest import FAULT_ENV, STATIC_KEY, running_stack
-from tests.faults.load import Outcome, Request, SteadyLoad, send, wait_for
+from tests.faults.load import Outcome, Request, SteadyLoad, create_pet, send, wait_for
 
 # The database is this test's own FerretDB (built by `make test` before pytest runs), which
 # it kills: a server given by MONGODB_URI is not ours to kill.
@@ -99,10 +100,7 @@ async def test_database_killed_and_restarted(
     stack: Stack, database: Database, session: ClientSession
 ) -> None:
     base = stack.base_url
-    first = await send(
-        session, Request("create", "POST", f"{base}/pet", {"name": "Rex", "photoUrls": []}, STATIC_KEY)
-    )
-    assert first.status == 200, first
+    first = await create_pet(session, base, STATIC_KEY)
     get_pet = Request("get pet", "GET", f"{base}/pet/{first.body['id']}")
     writes = [
         Request(f"write {n}", "POST", f"{base}/pet", {"name": f"pet {n}", "photoUrls": []}, STATIC_KEY)
@@ -267,10 +265,7 @@ async def pet_with_an_order(session: ClientSession, base: str) -> Outcome:
     is connected before the test stops the pet service. (A first connection to a stopped pet
     service fails its look-up as UNAVAILABLE within half a second; a connected one waits for
     the deadline, which leaves the test time to act while the attempt is at work.)"""
-    pet = await send(
-        session, Request("pet", "POST", f"{base}/pet", {"name": "Rex", "photoUrls": []}, STATIC_KEY)
-    )
-    assert pet.status == 200, pet
+    pet = await create_pet(session, base, STATIC_KEY)
     order = await send(
         session, Request("order", "POST", f"{base}/store/order", {"petId": pet.body["id"]}, STATIC_KEY)
     )
@@ -346,26 +341,42 @@ async def test_a_key_whose_work_and_abandon_met_a_killed_database_is_free_when_i
     create = keyed(
         Request("order", "POST", f"{base}/store/order", {"petId": pet.body["id"]}, STATIC_KEY), "killed-work"
     )
-    stack.signal("pet", signal.SIGSTOP)  # the order's look-up of its pet hangs: the attempt is at work
+    async with attempt_at_work(stack, session, create) as attempt:
+        await asyncio.to_thread(database.kill)
+        died = await attempt
+        assert died.status == 503, died  # its work, and then its abandon, found no database
+    await asyncio.to_thread(database.start)
+
+    await free_at_once_with_one_effect(session, create, since=time.monotonic())
+
+
+@contextlib.asynccontextmanager
+async def attempt_at_work(
+    stack: Stack, session: ClientSession, create: Request
+) -> AsyncIterator[asyncio.Task[Outcome]]:
+    """An attempt under `create`'s key that has claimed it and is at work: the pet service is
+    stopped, so the order's look-up of its pet hangs until the block ends."""
+    stack.signal("pet", signal.SIGSTOP)
     try:
         attempt = asyncio.create_task(send(session, create))
         await asyncio.sleep(0.3)
         twin = await send(session, create)
         assert twin.status == 409, twin  # the claim is in, and its lease is held
-        await asyncio.to_thread(database.kill)
-        died = await attempt
-        assert died.status == 503, died  # its work, and then its abandon, found no database
+        yield attempt
     finally:
         stack.signal("pet", signal.SIGCONT)
-    await asyncio.to_thread(database.start)
-    back = time.monotonic()
 
+
+async def free_at_once_with_one_effect(session: ClientSession, create: Request, *, since: float) -> int:
+    """`create`'s retries stop answering 409 within a second of `since` and succeed, and a
+    replay answers the same order: the id of that order."""
     outcomes = await retry_until_done(session, create, within=RECOVERY_SECONDS)
-    assert blocked_after(outcomes, back) < FREE_WITHIN_SECONDS, outcomes
-    order_id = outcomes[-1].body["id"]
+    assert blocked_after(outcomes, since) < FREE_WITHIN_SECONDS, outcomes
+    order_id: int = outcomes[-1].body["id"]
     replay = await send(session, create)
     assert (replay.status, replay.headers.get("Idempotent-Replayed")) == (200, "true"), replay
     assert replay.body["id"] == order_id
+    return order_id
 
 
 SETTLE_FAILED = b"could not settle an idempotency record"
@@ -396,12 +407,7 @@ async def test_a_key_whose_work_and_abandon_met_a_frozen_database_is_free_when_i
         Request("order", "POST", f"{base}/store/order", {"petId": pet.body["id"], "quantity": 2}, STATIC_KEY),
         "frozen-work",
     )
-    stack.signal("pet", signal.SIGSTOP)  # the order's look-up of its pet hangs: the attempt is at work
-    try:
-        attempt = asyncio.create_task(send(session, create))
-        await asyncio.sleep(0.3)
-        twin = await send(session, create)
-        assert twin.status == 409, twin  # the claim is in, and its lease is held
+    async with attempt_at_work(stack, session, create) as attempt:
         database.freeze()  # its renewals now hang, and so will its abandon
         try:
             died = await attempt  # the gateway's deadline ends it
@@ -411,16 +417,8 @@ async def test_a_key_whose_work_and_abandon_met_a_frozen_database_is_free_when_i
             await logged(log_dir / "order.log", SETTLE_FAILED, within=SETTLE_GIVES_UP_SECONDS)
         finally:
             database.thaw()
-    finally:
-        stack.signal("pet", signal.SIGCONT)
-    thawed = time.monotonic()
 
-    outcomes = await retry_until_done(session, create, within=RECOVERY_SECONDS)
-    assert blocked_after(outcomes, thawed) < FREE_WITHIN_SECONDS, outcomes
-    order_id = outcomes[-1].body["id"]
-    replay = await send(session, create)
-    assert (replay.status, replay.headers.get("Idempotent-Replayed")) == (200, "true"), replay
-    assert replay.body["id"] == order_id
+    order_id = await free_at_once_with_one_effect(session, create, since=time.monotonic())
     orders = await send(
         session,
         Request("orders", "GET", f"{base}/store/order?petId={pet.body['id']}&limit=1000", api_key=STATIC_KEY),
@@ -507,10 +505,7 @@ async def test_keyed_writers_through_a_killed_and_a_frozen_database(
     stack: Stack, database: Database, session: ClientSession
 ) -> None:
     base = stack.base_url
-    pet = await send(
-        session, Request("pet", "POST", f"{base}/pet", {"name": "Rex", "photoUrls": []}, STATIC_KEY)
-    )
-    assert pet.status == 200, pet
+    pet = await create_pet(session, base, STATIC_KEY)
     pet_id = pet.body["id"]
     get_pet = Request("get pet", "GET", f"{base}/pet/{pet_id}")
     answers: dict[str, list[Outcome]] = {}

@@ -15,7 +15,7 @@ from aiohttp import ClientSession
 
 from petstore_devstack.stack import Stack
 from tests.faults.conftest import GRPC_TIMEOUT_SECONDS, STATIC_KEY, running_stack
-from tests.faults.load import Request, SteadyLoad, send, wait_for
+from tests.faults.load import Request, SteadyLoad, create_pet, wait_for
 
 pytestmark = pytest.mark.mongo
 
@@ -28,10 +28,7 @@ def stack(mongodb_uri: str, log_dir: Path) -> Iterator[Stack]:
 
 async def test_pet_service_killed_and_restarted(stack: Stack, session: ClientSession) -> None:
     base = stack.base_url
-    created = await send(
-        session, Request("create", "POST", f"{base}/pet", {"name": "Rex", "photoUrls": []}, STATIC_KEY)
-    )
-    assert created.status == 200, created
+    created = await create_pet(session, base, STATIC_KEY)
     pet_id = created.body["id"]
     get_pet = Request("get pet", "GET", f"{base}/pet/{pet_id}")
     order = Request("order", "POST", f"{base}/store/order", {"petId": pet_id, "quantity": 1}, STATIC_KEY)
