@@ -21,7 +21,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -29,17 +28,11 @@ import urllib.request
 from typing import Any
 
 from petstore_bench import procmem
+from petstore_devstack.ports import free_port
 
 KEY = "slow-clients-key"
 BODY = 1_048_000
 SENT = 1_000_000
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def start_gateway(port: int, extra_env: dict[str, str]) -> subprocess.Popen[bytes]:

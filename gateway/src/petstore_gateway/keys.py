@@ -22,9 +22,9 @@ API_DOCUMENTS = web.AppKey("api_documents", ApiDocuments)
 """The API description, serialized once when the app is made."""
 RATE_LIMITS = web.AppKey("rate_limits", RateLimits)
 PET_CACHE = web.AppKey("pet_cache", PetCache)
+"""Encoded pets, served while the pet service's WatchPets stream keeps them coherent."""
 BODY_BUDGET = web.AppKey("body_budget", BodyBudget)
 """Request-body bytes held at once across all connections."""
-"""Encoded pets, served while the pet service's WatchPets stream keeps them coherent."""
 
 RESPONSE_TYPE = web.RequestKey("response_type", ResponseType)
 """The representation negotiated from Accept, set by the negotiation middleware."""

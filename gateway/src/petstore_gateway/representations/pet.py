@@ -28,7 +28,7 @@ PET_SHAPE = Obj(
     }
 )
 PET = Document("Pet", PET_SHAPE)
-# pet-service validation.py; they also bound how long a list any body may hold (bodies.py).
+# Mirror pet-service validation.py; they also bound how long a list any body may hold (bodies.py).
 MAX_PHOTO_URLS = 64
 MAX_TAGS = 64
 PETS = Document("pets", ListOf("Pet", PET_SHAPE))

@@ -149,10 +149,10 @@ def _prescan_json(body: bytes, bounds: StructureBounds) -> None:
     or value) has two quotes: byte counts bound the values before orjson builds them."""
     if body.count(b'"') > 4 * bounds.max_values:  # a key and a string value for every value
         raise _too_many_values(bounds, "values")
-    outside = body
-    if _structural_bytes(body) > bounds.max_values:  # commas inside strings count too: look closer
-        outside = _JSON_STRING.sub(b"", body)  # few strings (checked above): cheap
-    if _structural_bytes(outside) > bounds.max_values:
+    if _structural_bytes(body) <= bounds.max_values:
+        return
+    # Commas and brackets inside strings counted too: count again outside them.
+    if _structural_bytes(_JSON_STRING.sub(b"", body)) > bounds.max_values:  # few strings: cheap
         raise _too_many_values(bounds, "values")
 
 
