@@ -198,3 +198,28 @@ def test_scripts_that_expect_nothing_count_no_unexpected(baseline_url: str) -> N
     )
     assert result.requests > 0
     assert result.errors.total == 0
+
+
+def _slice(requests: int, *, p50: float, p99: float, timeouts: int = 0) -> wrk.WrkResult:
+    return wrk.WrkResult(
+        requests=requests,
+        duration_s=2.0,
+        bytes=requests * 100,
+        errors=wrk.Errors(timeout=timeouts),
+        latency_us=wrk.Latency(100, p99 * 2, p50, 10, p50, p50, p99, p99, p99),
+    )
+
+
+def test_slices_add_up_and_keep_the_worst_percentiles() -> None:
+    combined = wrk.combine([_slice(1000, p50=1000, p99=4000), _slice(3000, p50=800, p99=9000, timeouts=2)])
+    assert (combined.requests, combined.duration_s, combined.bytes) == (4000, 4.0, 400_000)
+    assert combined.requests_per_second == 1000
+    assert combined.errors.timeout == 2
+    assert (combined.latency_us.p50, combined.latency_us.p99, combined.latency_us.max) == (1000, 9000, 18000)
+    assert combined.latency_us.mean == (1000 * 1000 + 800 * 3000) / 4000
+    assert combined.stale_reads is None
+
+
+def test_nothing_to_combine_is_an_error() -> None:
+    with pytest.raises(ValueError, match="nothing"):
+        wrk.combine([])

@@ -40,6 +40,13 @@ def parse_args(argv: list[str] | None = None) -> runner.Options:
     parser.add_argument(
         "--warmup", type=int, help=f"seconds of unmeasured load before each ({FULL_WARMUP_S})"
     )
+    parser.add_argument(
+        "--slices",
+        type=int,
+        default=runner.DEFAULT_SLICES,
+        help="each scenario's measured seconds are cut into this many slices, each followed by as long"
+        f" a slice of the baseline's, so both see the same machine ({runner.DEFAULT_SLICES})",
+    )
     parser.add_argument("--connections", type=int, default=32, help="wrk connections (32)")
     parser.add_argument(
         "--threads", type=int, default=1, help="wrk threads (1: leaves a core to the servers)"
@@ -106,7 +113,14 @@ def parse_args(argv: list[str] | None = None) -> runner.Options:
         args.duration if args.duration is not None else (SMOKE_DURATION_S if args.smoke else FULL_DURATION_S)
     )
     warmup = args.warmup if args.warmup is not None else (SMOKE_WARMUP_S if args.smoke else FULL_WARMUP_S)
-    if duration < 1 or warmup < 0 or args.connections < 1 or args.threads < 1 or args.timeout < 1:
+    if (
+        duration < 1
+        or warmup < 0
+        or args.slices < 1
+        or args.connections < 1
+        or args.threads < 1
+        or args.timeout < 1
+    ):
         parser.error(
             "durations, connections, threads and timeout must be positive (wrk counts whole seconds)"
         )
@@ -138,6 +152,7 @@ def parse_args(argv: list[str] | None = None) -> runner.Options:
         pets=args.pets,
         users=args.users,
         gateway_workers=args.gateway_workers,
+        slices=args.slices,
         command=shlex.join(["python", "-m", "petstore_bench", *(sys.argv[1:] if argv is None else argv)]),
     )
 
@@ -149,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     except (wrk.WrkError, RuntimeError, TimeoutError) as exc:
         print(f"petstore_bench: {exc}", file=sys.stderr)
         return 1
-    checks = report.evaluate(results.scenarios, results.baseline, results.memory)
+    checks = report.evaluate(results.scenarios, results.baseline, results.memory, results.paired_baselines)
     document = report.to_json(results, checks)
     json_path = options.results_dir / f"{options.mode}.json"
     chart_path = options.results_dir / f"{options.mode}.png"

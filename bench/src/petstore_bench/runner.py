@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import platform
 import resource
@@ -32,6 +33,7 @@ SETTLE_LIMIT_S = 6.0
 """Longer than the gateway's 5 s gRPC deadline: by then every request left in flight has ended."""
 SETTLE_WINDOW_S = 0.2
 SETTLE_IDLE_CORES = 0.1
+DEFAULT_SLICES = 5
 WORKERS_WAIT_S = 30.0
 """How long the first gateway process may take to start its GATEWAY_WORKERS - 1 others."""
 OUT_OF_REACH = str(10**9)
@@ -68,6 +70,9 @@ class Options:
     gateway_workers: int = 1
     """GATEWAY_WORKERS: the first gateway process starts the others (gateway.1, ...)."""
     command: str = ""
+    slices: int = DEFAULT_SLICES
+    """Each scenario's measured seconds are cut into this many slices, each followed by as long
+    a slice of the baseline's (at most one slice a second)."""
 
 
 def log(message: str) -> None:
@@ -79,18 +84,21 @@ def run(options: Options) -> RunResults:
     options.results_dir.mkdir(parents=True, exist_ok=True)
     info = _info(options, wrk_binary)
     measured: dict[str, Measured] = {}
-    baseline_memory: dict[str, procmem.ProcessMemory] = {}
-    if not options.profile:
-        measured[BASELINE.key], baseline_memory = _run_baseline(options, wrk_binary)
-    scenarios, memory = _run_stack(options, wrk_binary, info)
+    with _baseline_server(options) as (baseline, baseline_sampler):
+        if baseline is not None:
+            measured[BASELINE.key] = _drive(wrk_binary, baseline, BASELINE, options)
+        scenarios, memory = _run_stack(options, wrk_binary, info, baseline)
     measured.update(scenarios)
     info["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
-    baseline = measured.get(BASELINE.key)
+    first_baseline = measured.get(BASELINE.key)
     return RunResults(
-        baseline=None if baseline is None else baseline.result,
+        baseline=None if first_baseline is None else first_baseline.result,
         scenarios={key: found.result for key, found in scenarios.items()},
-        memory={**memory, **baseline_memory},
+        memory={**memory, **({} if baseline_sampler is None else baseline_sampler.processes)},
         cpu_ms_per_request={key: found.cpu_ms_per_request for key, found in measured.items()},
+        paired_baselines={
+            key: found.baseline for key, found in scenarios.items() if found.baseline is not None
+        },
         info=info,
     )
 
@@ -130,7 +138,37 @@ def _info(options: Options, wrk_binary: str) -> dict[str, Any]:
 class Measured:
     result: wrk.WrkResult
     cpu_ms_per_request: dict[str, float]
-    """CPU time (user + system) each process used during the measured run, per request."""
+    """CPU time (user + system) each process used during the measured run, per request; for a
+    scenario, "baseline" is its paired baseline's."""
+    baseline: wrk.WrkResult | None = None
+    """The baseline measured in slices taking turns with this scenario's (None without one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A server wrk drives: its URL, the BENCH_* variables its scripts read, the pids to watch."""
+
+    url: str
+    env: Mapping[str, str]
+    pids: Mapping[str, int]
+
+
+@dataclass
+class _Slices:
+    """What the slices of one measurement add up to."""
+
+    results: list[wrk.WrkResult] = field(default_factory=list)
+    cpu_s: dict[str, float] = field(default_factory=dict)
+
+    def add(self, result: wrk.WrkResult, cpu_s: Mapping[str, float]) -> None:
+        self.results.append(result)
+        for name, seconds in cpu_s.items():
+            self.cpu_s[name] = self.cpu_s.get(name, 0.0) + seconds
+
+    def total(self) -> tuple[wrk.WrkResult, dict[str, float]]:
+        result = wrk.combine(self.results)
+        requests = max(result.requests, 1)
+        return result, {name: seconds * 1000 / requests for name, seconds in self.cpu_s.items()}
 
 
 def settle(pids: Mapping[str, int], *, limit_s: float = SETTLE_LIMIT_S) -> float:
@@ -173,11 +211,14 @@ def _drive_mixed(
     scenario: Scenario,
     options: Options,
     pids: Mapping[str, int],
+    baseline: Target | None,
+    wrk_binary: str,
     *,
     around_measure: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext,
 ) -> Measured:
     """The mixed scenario: mixed.run_mixed's aiohttp clients (one per connection) in this process,
-    warmed up and measured like a wrk scenario; its CPU is this process's ("client")."""
+    warmed up and measured like a wrk scenario, in one piece (its checker follows each pet's
+    writes), then the baseline for as long; its CPU is this process's ("client")."""
     waited = settle(pids, limit_s=options.settle_s)
     if waited > 1:
         log(f"{scenario.key}: waited {waited:.1f}s for the previous scenario's requests to end")
@@ -201,12 +242,19 @@ def _drive_mixed(
     used = {name: cpu_after[name] - cpu_before[name] for name in cpu_after if name in cpu_before}
     used["client"] = own_after - own_before  # the bench's own process (its RSS sampler included)
     requests = max(result.requests, 1)
+    cpu_ms = {name: seconds * 1000 / requests for name, seconds in used.items()}
+    paired = None
+    if baseline is not None:
+        paired, baseline_cpu_s = _measure(
+            wrk_binary, baseline, wrk.script_path(BASELINE.script), options.load
+        )
+        cpu_ms["baseline"] = baseline_cpu_s["baseline"] * 1000 / max(paired.requests, 1)
     log(
         f"{scenario.key}: {result.requests_per_second:.0f} req/s ({outcome.writes} writes),"
         f" p99 {result.latency_us.p99 / 1000:.1f} ms, {result.errors.total} errors,"
         f" {outcome.stale_reads} stale reads"
     )
-    return Measured(result, {name: seconds * 1000 / requests for name, seconds in used.items()})
+    return Measured(result, cpu_ms, paired)
 
 
 def gateway_workers(first: int, expected: int, *, limit_s: float = WORKERS_WAIT_S) -> dict[str, int]:
@@ -224,44 +272,72 @@ def gateway_workers(first: int, expected: int, *, limit_s: float = WORKERS_WAIT_
 
 def _drive(
     wrk_binary: str,
-    url: str,
+    target: Target,
     scenario: Scenario,
     options: Options,
-    env: Mapping[str, str],
-    pids: Mapping[str, int],
     *,
+    baseline: Target | None = None,
     around_measure: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext,
 ) -> Measured:
+    """Warm up, then measure `scenario` in `options.slices` slices; with a `baseline`, each slice
+    is followed by one of the baseline's of the same length, so that both see the same machine
+    (a shared host's speed drifts by half over a minute: a baseline measured once, minutes
+    apart, would make every ratio a guess)."""
     script = wrk.script_path(scenario.script)
-    waited = settle(pids, limit_s=options.settle_s)
+    waited = settle(target.pids, limit_s=options.settle_s)
     if waited > 1:
         log(f"{scenario.key}: waited {waited:.1f}s for the previous scenario's requests to end")
     if options.warmup_s > 0:
         log(f"{scenario.key}: warm-up {options.warmup_s}s")
-        warmup = wrk.Load(
-            options.warmup_s, options.load.connections, options.load.threads, options.load.timeout_s
-        )
-        wrk.run(wrk_binary, url, script, warmup, env)
-    log(f"{scenario.key}: {options.load.seconds}s at {options.load.connections} connections")
+        warmup = dataclasses.replace(options.load, seconds=options.warmup_s)
+        wrk.run(wrk_binary, target.url, script, warmup, target.env)
+    slices = max(1, min(options.slices, options.load.seconds))
+    load = dataclasses.replace(options.load, seconds=max(1, options.load.seconds // slices))
+    paired = "" if baseline is None else f", taking turns with the baseline in {slices} slices"
+    log(f"{scenario.key}: {load.seconds * slices}s at {options.load.connections} connections{paired}")
+    mine, theirs = _Slices(), _Slices()
     with around_measure():
-        cpu_before, wrk_before = procmem.cpu_seconds(pids), _children_cpu_s()
-        result = wrk.run(wrk_binary, url, script, options.load, env)
-        cpu_after, wrk_after = procmem.cpu_seconds(pids), _children_cpu_s()
-    used = {name: cpu_after[name] - cpu_before[name] for name in cpu_after if name in cpu_before}
-    used["wrk"] = wrk_after - wrk_before  # the only child that ended meanwhile
-    requests = max(result.requests, 1)
+        for _ in range(slices):
+            mine.add(*_measure(wrk_binary, target, script, load))
+            if baseline is not None:
+                theirs.add(*_measure(wrk_binary, baseline, wrk.script_path(BASELINE.script), load))
+    result, cpu_ms = mine.total()
+    paired_result = None
+    if baseline is not None:
+        paired_result, baseline_cpu_ms = theirs.total()
+        cpu_ms["baseline"] = sum(ms for name, ms in baseline_cpu_ms.items() if name != "wrk")
     log(
         f"{scenario.key}: {result.requests_per_second:.0f} req/s, p99 {result.latency_us.p99 / 1000:.1f} ms,"
         f" {result.errors.total} errors"
+        + ("" if paired_result is None else f"; baseline {paired_result.requests_per_second:.0f} req/s")
     )
-    return Measured(result, {name: seconds * 1000 / requests for name, seconds in used.items()})
+    return Measured(result, cpu_ms, paired_result)
+
+
+def _measure(
+    wrk_binary: str, target: Target, script: Path, load: wrk.Load
+) -> tuple[wrk.WrkResult, dict[str, float]]:
+    """One wrk run and the CPU seconds each watched process (and wrk) used meanwhile."""
+    cpu_before, wrk_before = procmem.cpu_seconds(target.pids), _children_cpu_s()
+    result = wrk.run(wrk_binary, target.url, script, load, target.env)
+    cpu_after, wrk_after = procmem.cpu_seconds(target.pids), _children_cpu_s()
+    used = {name: cpu_after[name] - cpu_before[name] for name in cpu_after if name in cpu_before}
+    used["wrk"] = wrk_after - wrk_before  # the only child that ended meanwhile
+    return result, used
 
 
 # ---------------------------------------------------------------------------------------
 # The baseline
 
 
-def _run_baseline(options: Options, wrk_binary: str) -> tuple[Measured, dict[str, procmem.ProcessMemory]]:
+@contextlib.contextmanager
+def _baseline_server(
+    options: Options,
+) -> Iterator[tuple[Target | None, procmem.Sampler | None]]:
+    """The bare aiohttp baseline, up for the whole run (none when profiling), its RSS sampled."""
+    if options.profile:
+        yield None, None
+        return
     port = free_port()
     process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
         [sys.executable, "-m", "petstore_bench.baseline", "--port", str(port), "--pets", str(options.pets)]
@@ -271,8 +347,7 @@ def _run_baseline(options: Options, wrk_binary: str) -> tuple[Measured, dict[str
         env = {"BENCH_PET_IDS": ",".join(str(pet_id) for pet_id in range(1, options.pets + 1))}
         pids = {"baseline": process.pid}
         with procmem.Sampler(pids) as sampler:
-            measured = _drive(wrk_binary, f"http://127.0.0.1:{port}", BASELINE, options, env, pids)
-        return measured, sampler.processes
+            yield Target(f"http://127.0.0.1:{port}", env, pids), sampler
     finally:
         _terminate(process)
 
@@ -310,7 +385,7 @@ def _database(options: Options, info: dict[str, Any]) -> Iterator[tuple[str, dic
 
 
 def _run_stack(
-    options: Options, wrk_binary: str, info: dict[str, Any]
+    options: Options, wrk_binary: str, info: dict[str, Any], baseline: Target | None
 ) -> tuple[dict[str, Measured], dict[str, procmem.ProcessMemory]]:
     api_key = secrets.token_urlsafe(24)
     prefix = f"bench{secrets.token_hex(4)}"
@@ -366,9 +441,10 @@ def _run_stack(
                 "BENCH_PASSWORD": data.USER_PASSWORD,
             }
             url = f"http://127.0.0.1:{stack.gateway_port}"
-            target = MixedTarget(url, api_key, loaded.pet_names())
+            mixed_target = MixedTarget(url, api_key, loaded.pet_names())
             results: dict[str, Measured] = {}
             watched = {**pids, **database_pids}
+            target = Target(url, env, watched)
             with procmem.Sampler(watched) as sampler:
                 for key in options.scenarios:
                     profiled = (
@@ -379,11 +455,17 @@ def _run_stack(
                     scenario = BY_KEY[key]
                     if scenario.driver == "mixed":
                         results[key] = _drive_mixed(
-                            target, scenario, options, watched, around_measure=profiled
+                            mixed_target,
+                            scenario,
+                            options,
+                            watched,
+                            baseline,
+                            wrk_binary,
+                            around_measure=profiled,
                         )
                     else:
                         results[key] = _drive(
-                            wrk_binary, url, scenario, options, env, watched, around_measure=profiled
+                            wrk_binary, target, scenario, options, baseline=baseline, around_measure=profiled
                         )
                 # "After the benchmark" means once the requests wrk left queued are answered
                 # (logins wait for a hashing thread), not while they still hold memory.

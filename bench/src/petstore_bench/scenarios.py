@@ -33,6 +33,12 @@ SCENARIOS: tuple[Scenario, ...] = (
         "read path: gateway middlewares + one GetPet call + one MongoDB find + JSON encoding",
     ),
     Scenario(
+        "get_pet_hot",
+        "GET /v2/pet/{id} JSON, one id",
+        "get_pet_hot",
+        "the same read, every request for the same pet: the hot path, one cache entry",
+    ),
+    Scenario(
         "get_pet_random",
         "GET /v2/pet/{id} JSON, random ids",
         "get_pet_random",

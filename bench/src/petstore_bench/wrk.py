@@ -7,7 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -121,6 +121,42 @@ def parse_result(output: str) -> WrkResult:
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise WrkError(f"unreadable result line {lines[-1]!r}: {exc}") from None
+
+
+def combine(slices: Sequence[WrkResult]) -> WrkResult:
+    """One result from runs of the same load (a scenario measured in slices): counts add up;
+    each latency percentile, the minimum aside, is the worst slice's (wrk gives no histogram
+    to merge, and the worst slice is the honest bound); the mean is weighted by requests."""
+    if not slices:
+        raise ValueError("nothing to combine")
+    if len(slices) == 1:
+        return slices[0]
+    requests = sum(one.requests for one in slices)
+    latencies = [one.latency_us for one in slices]
+    mean = (
+        sum(one.latency_us.mean * one.requests for one in slices) / requests
+        if requests
+        else max(latency.mean for latency in latencies)
+    )
+    stale = [one.stale_reads for one in slices if one.stale_reads is not None]
+    return WrkResult(
+        requests=requests,
+        duration_s=sum(one.duration_s for one in slices),
+        bytes=sum(one.bytes for one in slices),
+        errors=Errors(
+            **{name: sum(getattr(one.errors, name) for one in slices) for name in Errors.__dataclass_fields__}
+        ),
+        latency_us=Latency(
+            min=min(latency.min for latency in latencies),
+            mean=mean,
+            **{
+                name: max(getattr(latency, name) for latency in latencies)
+                for name in Latency.__dataclass_fields__
+                if name not in ("min", "mean")
+            },
+        ),
+        stale_reads=sum(stale) if stale else None,
+    )
 
 
 def script_path(name: str) -> Path:
