@@ -270,7 +270,9 @@ def _cpu_table(cpu: Mapping[str, Mapping[str, float]]) -> list[str]:
                 cells.append(f"{sum(gateway):.2f}" if gateway else "-")
             else:
                 cells.append(f"{used[name]:.2f}" if name in used else "-")
-        rows.append((_title(key), *cells, f"{sum(used.values()):.2f}"))
+        # A scenario's "baseline" cell is its paired baseline's cost, beside it, not part of it.
+        total = sum(ms for process, ms in used.items() if key == BASELINE.key or process != "baseline")
+        rows.append((_title(key), *cells, f"{total:.2f}"))
     return _columns(rows, right=tuple(range(1, len(columns) + 2)))
 
 
