@@ -1,5 +1,6 @@
-"""The pet directory over real gRPC: only NOT_FOUND means "no such pet"; every other failure
-is Unavailable, never a missing pet."""
+"""The pet directory over real gRPC: only "not found" means "no such pet"; every other failure
+is Unavailable, never a missing pet. Questions asked together share FindExistingPets calls,
+never one sent before they were asked; a pet service without that RPC is asked with GetPet."""
 
 from __future__ import annotations
 
@@ -11,28 +12,41 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf.message import Message
 
 from petstore.pet.v1 import pet_service_pb2
 from petstore_common.errors import Unavailable
 from petstore_common.grpc_server import NO_PORT_SHARING
+from petstore_common.pet_existence import MAX_IDS_PER_CHECK
 from petstore_order.pets import grpc_pet_directory
 
 from .pet_backend import closed_address, pet_backend
 
-GetPet = Callable[[pet_service_pb2.GetPetRequest, grpc.aio.ServicerContext[Any, Any]], Awaitable[Any]]
+Handler = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Any]]
+
+BATCHED = "FindExistingPets"
+EARLIER_RELEASE = "GetPet"
+"""The RPC a pet service answers: this release's, or (a pet service one release behind) GetPet only."""
+_MESSAGES: dict[str, tuple[type[Message], type[Message]]] = {
+    BATCHED: (pet_service_pb2.FindExistingPetsRequest, pet_service_pb2.FindExistingPetsResponse),
+    EARLIER_RELEASE: (pet_service_pb2.GetPetRequest, pet_service_pb2.GetPetResponse),
+}
 
 
 @asynccontextmanager
-async def pet_service_answering(get_pet: GetPet) -> AsyncIterator[str]:
-    """A server whose PetService.GetPet behaves as `get_pet` does; yields its address."""
+async def pet_service_answering(handlers: dict[str, Handler]) -> AsyncIterator[str]:
+    """A server whose PetService answers only the RPCs in `handlers` (others: UNIMPLEMENTED)."""
     server = grpc.aio.server(options=NO_PORT_SHARING)
-    handler = grpc.unary_unary_rpc_method_handler(
-        get_pet,
-        request_deserializer=pet_service_pb2.GetPetRequest.FromString,
-        response_serializer=pet_service_pb2.GetPetResponse.SerializeToString,
-    )
+    methods = {
+        name: grpc.unary_unary_rpc_method_handler(
+            handler,
+            request_deserializer=_MESSAGES[name][0].FromString,
+            response_serializer=_MESSAGES[name][1].SerializeToString,
+        )
+        for name, handler in handlers.items()
+    }
     server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler("petstore.pet.v1.PetService", {"GetPet": handler}),)
+        (grpc.method_handlers_generic_handler("petstore.pet.v1.PetService", methods),)
     )
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
@@ -40,6 +54,10 @@ async def pet_service_answering(get_pet: GetPet) -> AsyncIterator[str]:
         yield f"127.0.0.1:{port}"
     finally:
         await server.stop(None)
+
+
+async def hang(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+    await asyncio.sleep(10)
 
 
 async def test_a_stored_pet_exists_and_an_unknown_one_does_not() -> None:
@@ -50,6 +68,91 @@ async def test_a_stored_pet_exists_and_an_unknown_one_does_not() -> None:
             assert await directory.exists(pet_id + 1) is False
 
 
+async def test_questions_asked_together_share_calls() -> None:
+    async with pet_backend() as pets:
+        stored = [await pets.add_pet() for _ in range(5)]
+        asked = [*stored, *range(1000, 1045)] * 2  # 100 questions, duplicates among them
+        async with grpc_pet_directory(pets.address, timeout_seconds=2) as directory:
+            answers = await asyncio.gather(*(directory.exists(pet_id) for pet_id in asked))
+            assert answers == [pet_id in stored for pet_id in asked]
+            assert directory.calls <= 3  # the first question's call, then everyone else's
+
+
+async def test_a_call_carries_at_most_the_bound_of_ids() -> None:
+    sizes: list[int] = []
+
+    async def find(
+        request: pet_service_pb2.FindExistingPetsRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pet_service_pb2.FindExistingPetsResponse:
+        sizes.append(len(request.ids))
+        return pet_service_pb2.FindExistingPetsResponse(ids=[pet_id for pet_id in request.ids if pet_id % 2])
+
+    asked = range(1, 2 * MAX_IDS_PER_CHECK + 2)
+    async with (
+        pet_service_answering({BATCHED: find}) as address,
+        grpc_pet_directory(address, timeout_seconds=5) as directory,
+    ):
+        answers = await asyncio.gather(*(directory.exists(pet_id) for pet_id in asked))
+    assert answers == [bool(pet_id % 2) for pet_id in asked]
+    assert max(sizes) == MAX_IDS_PER_CHECK
+    assert sum(sizes) == len(asked)
+
+
+async def test_a_question_never_takes_the_answer_of_a_call_sent_before_it() -> None:
+    # The first call reads the store, then is held; meanwhile the pet's deletion is acknowledged
+    # and the same pet is asked about again. That question must wait for a call of its own.
+    stored = {7}
+    first_read = asyncio.Event()
+    release = asyncio.Event()
+    calls = 0
+
+    async def find(
+        request: pet_service_pb2.FindExistingPetsRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pet_service_pb2.FindExistingPetsResponse:
+        nonlocal calls
+        calls += 1
+        existing = [pet_id for pet_id in request.ids if pet_id in stored]
+        if calls == 1:
+            first_read.set()
+            await release.wait()
+        return pet_service_pb2.FindExistingPetsResponse(ids=existing)
+
+    async with (
+        pet_service_answering({BATCHED: find}) as address,
+        grpc_pet_directory(address, timeout_seconds=5) as directory,
+    ):
+        before = asyncio.create_task(directory.exists(7))
+        await first_read.wait()
+        stored.discard(7)  # the deletion, acknowledged
+        after = asyncio.create_task(directory.exists(7))
+        await asyncio.sleep(0.05)
+        release.set()
+        assert await before is True  # asked before the deletion: either answer is right
+        assert await after is False
+    assert calls == 2
+
+
+async def test_a_pet_service_of_an_earlier_release_is_asked_with_get_pet() -> None:
+    calls: list[str] = []
+
+    async def get_pet(
+        request: pet_service_pb2.GetPetRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pet_service_pb2.GetPetResponse:
+        calls.append(EARLIER_RELEASE)
+        if request.id != 3:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"pet {request.id} not found")
+        return pet_service_pb2.GetPetResponse()
+
+    async with (
+        pet_service_answering({EARLIER_RELEASE: get_pet}) as address,
+        grpc_pet_directory(address, timeout_seconds=2) as directory,
+    ):
+        assert list(await asyncio.gather(directory.exists(3), directory.exists(4))) == [True, False]
+        assert await directory.exists(3) is True  # straight to GetPet: the batch was refused
+        assert directory.calls == 1
+    assert calls == [EARLIER_RELEASE] * 3
+
+
 async def test_a_pet_service_nobody_listens_for_is_unavailable_at_once() -> None:
     async with grpc_pet_directory(closed_address(), timeout_seconds=2) as directory:
         started = time.monotonic()
@@ -58,14 +161,10 @@ async def test_a_pet_service_nobody_listens_for_is_unavailable_at_once() -> None
         assert time.monotonic() - started < 1.5  # refused, not waited out
 
 
-async def test_a_pet_service_slower_than_the_deadline_is_unavailable() -> None:
-    async def hang(
-        request: pet_service_pb2.GetPetRequest, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> Any:
-        await asyncio.sleep(10)
-
+@pytest.mark.parametrize("rpc", [BATCHED, EARLIER_RELEASE])
+async def test_a_pet_service_slower_than_the_deadline_is_unavailable(rpc: str) -> None:
     async with (
-        pet_service_answering(hang) as address,
+        pet_service_answering({rpc: hang}) as address,
         grpc_pet_directory(address, timeout_seconds=0.2) as directory,
     ):
         started = time.monotonic()
@@ -74,14 +173,10 @@ async def test_a_pet_service_slower_than_the_deadline_is_unavailable() -> None:
         assert time.monotonic() - started < 1.5
 
 
-async def test_the_callers_remaining_deadline_bounds_the_wait() -> None:
-    async def hang(
-        request: pet_service_pb2.GetPetRequest, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> Any:
-        await asyncio.sleep(10)
-
+@pytest.mark.parametrize("rpc", [BATCHED, EARLIER_RELEASE])
+async def test_the_callers_remaining_deadline_bounds_the_wait(rpc: str) -> None:
     async with (
-        pet_service_answering(hang) as address,
+        pet_service_answering({rpc: hang}) as address,
         grpc_pet_directory(address, timeout_seconds=8) as directory,
     ):
         started = time.monotonic()
@@ -90,6 +185,7 @@ async def test_the_callers_remaining_deadline_bounds_the_wait() -> None:
         assert time.monotonic() - started < 1.5  # the budget, not the 8 s of our own deadline
 
 
+@pytest.mark.parametrize("rpc", [BATCHED, EARLIER_RELEASE])
 @pytest.mark.parametrize(
     "code",
     [
@@ -99,14 +195,12 @@ async def test_the_callers_remaining_deadline_bounds_the_wait() -> None:
         grpc.StatusCode.UNKNOWN,
     ],
 )
-async def test_any_failure_but_not_found_is_unavailable(code: grpc.StatusCode) -> None:
-    async def fail(
-        request: pet_service_pb2.GetPetRequest, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> Any:
+async def test_any_failure_but_not_found_is_unavailable(rpc: str, code: grpc.StatusCode) -> None:
+    async def fail(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         await context.abort(code, "pet 1 not found")  # the message must not matter
 
     async with (
-        pet_service_answering(fail) as address,
+        pet_service_answering({rpc: fail}) as address,
         grpc_pet_directory(address, timeout_seconds=2) as directory,
     ):
         with pytest.raises(Unavailable, match=r"^the pet service is unavailable$"):

@@ -16,6 +16,7 @@ from petstore_common import callers
 from petstore_common.errors import Unavailable
 from petstore_common.grpc_client import create_channel, is_serving
 from petstore_common.grpc_server import RunningService, start_service
+from petstore_common.pet_existence import MAX_IDS_PER_CHECK
 from petstore_common.settings import ServiceSettings
 from petstore_pet.service import SERVICE_NAME, build_definition
 from petstore_pet.storage.memory import MemoryPetStore
@@ -131,6 +132,40 @@ async def test_get_and_delete_of_unknown_ids(stub: PetServiceAsyncStub) -> None:
         await stub.DeletePet(pet_service_pb2.DeletePetRequest(caller=STAFF, id=42), timeout=5)
     with fails(grpc.StatusCode.INVALID_ARGUMENT, "id must be positive"):
         await stub.GetPet(pet_service_pb2.GetPetRequest(id=0), timeout=5)
+
+
+async def test_find_existing_pets_names_the_stored_ones_once(stub: PetServiceAsyncStub) -> None:
+    kept = await create(stub, a_full_pet())
+    deleted = await create(stub, a_full_pet())
+    await stub.DeletePet(pet_service_pb2.DeletePetRequest(caller=STAFF, id=deleted.id), timeout=5)
+
+    asked = [deleted.id, kept.id, kept.id, kept.id + 1000]
+    found = await stub.FindExistingPets(pet_service_pb2.FindExistingPetsRequest(ids=asked), timeout=5)
+
+    assert list(found.ids) == [kept.id]
+
+
+@pytest.mark.parametrize(
+    ("ids", "message"),
+    [
+        ([], "ids must name at least one pet"),
+        ([1, 0], "ids must be positive"),
+        ([-5], "ids must be positive"),
+        (list(range(1, MAX_IDS_PER_CHECK + 2)), f"ids may name at most {MAX_IDS_PER_CHECK} pets"),
+    ],
+)
+async def test_find_existing_pets_refuses_a_question_out_of_bounds(
+    stub: PetServiceAsyncStub, ids: list[int], message: str
+) -> None:
+    with fails(grpc.StatusCode.INVALID_ARGUMENT, message):
+        await stub.FindExistingPets(pet_service_pb2.FindExistingPetsRequest(ids=ids), timeout=5)
+
+
+async def test_find_existing_pets_takes_as_many_ids_as_the_bound(stub: PetServiceAsyncStub) -> None:
+    created = await create(stub, a_full_pet())
+    asked = [created.id, *range(10**9, 10**9 + MAX_IDS_PER_CHECK - 1)]
+    found = await stub.FindExistingPets(pet_service_pb2.FindExistingPetsRequest(ids=asked), timeout=5)
+    assert list(found.ids) == [created.id]
 
 
 async def test_delete_removes_the_pet(stub: PetServiceAsyncStub) -> None:

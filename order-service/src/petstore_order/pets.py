@@ -1,10 +1,20 @@
-"""The one question the order service asks the pet service: does this pet exist?"""
+"""The one question the order service asks the pet service: does this pet exist?
+
+Every order asks it, so the questions of the orders waiting at one moment go out together in
+one FindExistingPets call (`PetQuestions`): under load one call answers tens of orders, and a
+lone order is asked at once. A question only ever joins a call sent after it was asked, so
+the answer is read after the order arrived: an order placed after a pet's deletion was
+acknowledged is refused, whatever the timing (no cache, no follower that could lag).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 import grpc
@@ -12,11 +22,15 @@ import grpc
 from petstore.pet.v1 import pet_service_pb2, pet_service_pb2_grpc
 from petstore_common.errors import Unavailable
 from petstore_common.grpc_client import create_channel
+from petstore_common.pet_existence import MAX_IDS_PER_CHECK
 
 if TYPE_CHECKING:
     from petstore.pet.v1.pet_service_pb2_grpc import PetServiceAsyncStub
 
 PET_SERVICE_UNAVAILABLE = "the pet service is unavailable"
+UNIMPLEMENTED_RETRY_SECONDS = 30.0
+"""A pet service of an earlier release (no FindExistingPets) is asked with GetPet, one pet a
+call, and offered the batched call again this often: its replicas may be upgraded meanwhile."""
 
 log = logging.getLogger(__name__)
 
@@ -27,22 +41,107 @@ class PetDirectory(Protocol):
         `budget_seconds` is what is left of the caller's own deadline, if it has one."""
 
 
+@dataclass(slots=True, eq=False)
+class _Question:
+    pet_id: int
+    deadline: float
+    """time.monotonic() after which its asker has given up."""
+    answer: asyncio.Future[bool] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
 class GrpcPetDirectory:
-    """Asks PetService.GetPet. Only NOT_FOUND means "no such pet": any other failure (the
-    service down, slow or broken) is Unavailable, so an outage is never reported as a
-    missing pet."""
+    """Asks the pet service. Only "not found" means "no such pet": any other failure (the
+    service down, slow or broken) is Unavailable, so an outage is never reported as a missing
+    pet. One FindExistingPets call at a time carries every question waiting (at most
+    MAX_IDS_PER_CHECK ids); while it is out, new questions wait for the next."""
 
     def __init__(self, channel: grpc.aio.Channel, *, timeout_seconds: float) -> None:
         self._stub: PetServiceAsyncStub = pet_service_pb2_grpc.PetServiceStub(channel)
         self._timeout_seconds = timeout_seconds
+        self._waiting: list[_Question] = []
+        self._sender: asyncio.Task[None] | None = None
+        self._batches_refused_until = 0.0
+        self.calls = 0
+        """FindExistingPets calls made (each answers one or more questions)."""
 
     async def exists(self, pet_id: int, *, budget_seconds: float | None = None) -> bool:
-        # Never wait longer than our caller will: its deadline travels on to the pet service.
+        # Never wait longer than our caller will: its deadline bounds the call's.
         timeout = (
             self._timeout_seconds if budget_seconds is None else min(self._timeout_seconds, budget_seconds)
         )
+        if time.monotonic() < self._batches_refused_until:
+            return await self._get_pet(pet_id, timeout)
+        question = _Question(pet_id, time.monotonic() + timeout)
+        self._waiting.append(question)
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.create_task(self._send_while_waiting())
+        try:  # a waiter that gives up (or is cancelled) cancels its answer: nobody sets it then
+            async with asyncio.timeout(timeout):
+                return await question.answer
+        except TimeoutError:
+            log.warning("pet service call failed", extra={"grpc_code": "DEADLINE_EXCEEDED"})
+            raise Unavailable(PET_SERVICE_UNAVAILABLE) from None
+
+    async def close(self) -> None:
+        """Stop sending (the channel is closing): every question still open is Unavailable."""
+        if self._sender is not None:
+            self._sender.cancel()
+            await asyncio.gather(self._sender, return_exceptions=True)
+        for question in self._waiting:
+            _settle(question, Unavailable(PET_SERVICE_UNAVAILABLE))
+        self._waiting.clear()
+
+    async def _send_while_waiting(self) -> None:
+        while self._waiting:
+            now = time.monotonic()
+            batch = [
+                question
+                for question in self._waiting[:MAX_IDS_PER_CHECK]
+                if not question.answer.done() and question.deadline > now
+            ]
+            del self._waiting[:MAX_IDS_PER_CHECK]
+            if batch:
+                await self._ask(batch, seconds=max(question.deadline for question in batch) - now)
+
+    async def _ask(self, batch: list[_Question], *, seconds: float) -> None:
+        ids = sorted({question.pet_id for question in batch})
+        self.calls += 1
         try:
-            await self._stub.GetPet(pet_service_pb2.GetPetRequest(id=pet_id), timeout=timeout)
+            found = await self._stub.FindExistingPets(
+                pet_service_pb2.FindExistingPetsRequest(ids=ids), timeout=seconds
+            )
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
+                log.info("the pet service cannot answer for many pets at once: asking GetPet, one a call")
+                self._batches_refused_until = time.monotonic() + UNIMPLEMENTED_RETRY_SECONDS
+                await asyncio.gather(*(self._answer_with_get_pet(question) for question in batch))
+                return
+            log.warning("pet service call failed", extra={"grpc_code": exc.code().name})
+            for question in batch:
+                _settle(question, Unavailable(PET_SERVICE_UNAVAILABLE))
+            return
+        except BaseException as exc:  # cancelled (closing), or a bug: nobody may wait for ever
+            for question in batch:
+                _settle(question, Unavailable(PET_SERVICE_UNAVAILABLE))
+            if not isinstance(exc, Exception):
+                raise
+            log.exception("pet service call failed")
+            return
+        existing = set(found.ids)
+        for question in batch:
+            _settle(question, question.pet_id in existing)
+
+    async def _answer_with_get_pet(self, question: _Question) -> None:
+        try:
+            answer = await self._get_pet(question.pet_id, question.deadline - time.monotonic())
+        except Unavailable as exc:
+            _settle(question, exc)
+        else:
+            _settle(question, answer)
+
+    async def _get_pet(self, pet_id: int, seconds: float) -> bool:
+        try:
+            await self._stub.GetPet(pet_service_pb2.GetPetRequest(id=pet_id), timeout=max(seconds, 0.001))
         except grpc.aio.AioRpcError as exc:
             if exc.code() == grpc.StatusCode.NOT_FOUND:
                 return False
@@ -51,9 +150,22 @@ class GrpcPetDirectory:
         return True
 
 
+def _settle(question: _Question, outcome: bool | Exception) -> None:
+    if question.answer.done():
+        return
+    if isinstance(outcome, Exception):
+        question.answer.set_exception(outcome)
+    else:
+        question.answer.set_result(outcome)
+
+
 @asynccontextmanager
 async def grpc_pet_directory(address: str, *, timeout_seconds: float) -> AsyncIterator[GrpcPetDirectory]:
     """A directory over one channel to `address`, closed on exit. The channel connects lazily
     and reconnects by itself, so the pet service may start after (or restart under) us."""
     async with create_channel(address) as channel:
-        yield GrpcPetDirectory(channel, timeout_seconds=timeout_seconds)
+        directory = GrpcPetDirectory(channel, timeout_seconds=timeout_seconds)
+        try:
+            yield directory
+        finally:
+            await directory.close()

@@ -59,6 +59,12 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
         pet = await self._store.get(validation.check_id(request.id))
         return pet_service_pb2.GetPetResponse(pet=pet)
 
+    async def FindExistingPets(
+        self, request: pet_service_pb2.FindExistingPetsRequest, context: Context
+    ) -> pet_service_pb2.FindExistingPetsResponse:
+        existing = await self._store.existing(validation.check_existence_question(request.ids))
+        return pet_service_pb2.FindExistingPetsResponse(ids=sorted(existing))
+
     async def CreatePet(
         self, request: pet_service_pb2.CreatePetRequest, context: Context
     ) -> pet_service_pb2.CreatePetResponse:

@@ -9,6 +9,7 @@ from google.protobuf.field_mask_pb2 import FieldMask
 
 from petstore.pet.v1 import pet_pb2
 from petstore_common.errors import InvalidArgument
+from petstore_common.pet_existence import MAX_IDS_PER_CHECK
 from petstore_pet.storage.base import PET_FIELDS, STATUS_NAMES, Status
 
 MAX_NAME_CHARS = 256
@@ -26,6 +27,15 @@ def check_id(value: int, field: str = "id") -> int:
     if value <= 0:
         raise InvalidArgument(f"{field} must be positive")
     return value
+
+
+def check_existence_question(pet_ids: Sequence[int]) -> set[int]:
+    """FindExistingPets' ids: at least one, at most MAX_IDS_PER_CHECK, each a valid id."""
+    if not pet_ids:
+        raise InvalidArgument("ids must name at least one pet")
+    if len(pet_ids) > MAX_IDS_PER_CHECK:
+        raise InvalidArgument(f"ids may name at most {MAX_IDS_PER_CHECK} pets")
+    return {check_id(pet_id, "ids") for pet_id in pet_ids}
 
 
 def check_new_pet(pet: pet_pb2.Pet) -> None:

@@ -83,6 +83,15 @@ async def test_absent_optional_fields_stay_absent(store: PetStore) -> None:
     assert not (await store.get((await store.create(a_pet())).id)).HasField("category")
 
 
+async def test_existing_names_the_stored_pets_among_those_asked(store: PetStore) -> None:
+    kept = await store.create(a_pet())
+    deleted = await store.create(a_pet())
+    await store.delete(deleted.id)
+
+    assert await store.existing([kept.id, deleted.id, kept.id + 1000, kept.id]) == {kept.id}
+    assert await store.existing([]) == set()
+
+
 async def test_assigned_ids_are_distinct_and_increasing(store: PetStore) -> None:
     ids = [(await store.create(a_pet())).id for _ in range(3)]
 

@@ -106,6 +106,9 @@ class PetStore(Protocol):
     async def get(self, pet_id: int) -> pet_pb2.Pet:
         """The pet with this id; NotFound when absent."""
 
+    async def existing(self, pet_ids: Collection[int]) -> set[int]:
+        """Those of `pet_ids` that name a stored pet."""
+
     async def create(self, pet: pet_pb2.Pet) -> pet_pb2.Pet:
         """Store a new pet under its own id (AlreadyExists when taken) or, without one, a fresh id."""
 

@@ -44,6 +44,9 @@ class MemoryPetStore:
     async def get(self, pet_id: int) -> pet_pb2.Pet:
         return _copy(self._stored(pet_id))
 
+    async def existing(self, pet_ids: Collection[int]) -> set[int]:
+        return {pet_id for pet_id in pet_ids if pet_id in self._pets}
+
     async def new_id(self) -> int:
         """An id no pet has, drawn like create draws one."""
         return self._draw_id()

@@ -75,6 +75,10 @@ class MongoPetStore:
             raise NotFound(not_found(pet_id))
         return pet_from_document(document)
 
+    async def existing(self, pet_ids: Collection[int]) -> set[int]:
+        found = self._pets.find({"_id": {"$in": list(pet_ids)}}, projection={"_id": True})
+        return {document["_id"] async for document in found}
+
     async def create(self, pet: pet_pb2.Pet) -> pet_pb2.Pet:
         document = pet_to_document(pet) | {VERSION_KEY: FIRST_VERSION}
         if "_id" in document:

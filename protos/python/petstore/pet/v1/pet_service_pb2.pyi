@@ -617,3 +617,51 @@ class WatchPetsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___WatchPetsResponse: _TypeAlias = WatchPetsResponse  # noqa: Y015
+
+@_typing.final
+class FindExistingPetsRequest(_message.Message):
+    """The request of FindExistingPets."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    IDS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """The pets asked about (duplicates allowed, answered once)."""
+
+    def __init__(
+        self,
+        *,
+        ids: _abc.Iterable[_builtins.int] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ids", b"ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FindExistingPetsRequest: _TypeAlias = FindExistingPetsRequest  # noqa: Y015
+
+@_typing.final
+class FindExistingPetsResponse(_message.Message):
+    """The response of FindExistingPets."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    IDS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Those of the ids asked about that name a stored pet, each once, in no particular order."""
+
+    def __init__(
+        self,
+        *,
+        ids: _abc.Iterable[_builtins.int] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ids", b"ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FindExistingPetsResponse: _TypeAlias = FindExistingPetsResponse  # noqa: Y015

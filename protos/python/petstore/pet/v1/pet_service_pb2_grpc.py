@@ -80,6 +80,11 @@ class PetServiceStub:
                 request_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.WatchPetsRequest.SerializeToString,
                 response_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.WatchPetsResponse.FromString,
                 _registered_method=True)
+        self.FindExistingPets = channel.unary_unary(
+                '/petstore.pet.v1.PetService/FindExistingPets',
+                request_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.FindExistingPetsRequest.SerializeToString,
+                response_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.FindExistingPetsResponse.FromString,
+                _registered_method=True)
 
 
 class PetServiceServicer:
@@ -159,6 +164,17 @@ class PetServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def FindExistingPets(self, request, context):
+        """Which of the given pets exist, read from the store when the call arrives: a pet whose
+        deletion was acknowledged before it is never among them. One call answers many questions
+        (the order service asks for every order waiting at once); at most 1,000 ids, each positive,
+        else INVALID_ARGUMENT. A caller meeting UNIMPLEMENTED (a replica of an earlier release)
+        asks GetPet instead.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PetServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -206,6 +222,11 @@ def add_PetServiceServicer_to_server(servicer, server):
                     servicer.WatchPets,
                     request_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.WatchPetsRequest.FromString,
                     response_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.WatchPetsResponse.SerializeToString,
+            ),
+            'FindExistingPets': grpc.unary_unary_rpc_method_handler(
+                    servicer.FindExistingPets,
+                    request_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.FindExistingPetsRequest.FromString,
+                    response_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.FindExistingPetsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -452,6 +473,33 @@ class PetService:
             '/petstore.pet.v1.PetService/WatchPets',
             petstore_dot_pet_dot_v1_dot_pet__service__pb2.WatchPetsRequest.SerializeToString,
             petstore_dot_pet_dot_v1_dot_pet__service__pb2.WatchPetsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FindExistingPets(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/petstore.pet.v1.PetService/FindExistingPets',
+            petstore_dot_pet_dot_v1_dot_pet__service__pb2.FindExistingPetsRequest.SerializeToString,
+            petstore_dot_pet_dot_v1_dot_pet__service__pb2.FindExistingPetsResponse.FromString,
             options,
             channel_credentials,
             insecure,

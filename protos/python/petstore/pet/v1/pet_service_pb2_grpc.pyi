@@ -65,6 +65,13 @@ class PetServiceStub:
     every few seconds as heartbeats. The stream ends (UNAVAILABLE) whenever the service might
     miss a change; it is FAILED_PRECONDITION when the database cannot stream its changes.
     """
+    FindExistingPets: _grpc.UnaryUnaryMultiCallable[_pet_service_pb2.FindExistingPetsRequest, _pet_service_pb2.FindExistingPetsResponse]
+    """Which of the given pets exist, read from the store when the call arrives: a pet whose
+    deletion was acknowledged before it is never among them. One call answers many questions
+    (the order service asks for every order waiting at once); at most 1,000 ids, each positive,
+    else INVALID_ARGUMENT. A caller meeting UNIMPLEMENTED (a replica of an earlier release)
+    asks GetPet instead.
+    """
 
 @_typing.type_check_only
 class PetServiceAsyncStub(PetServiceStub):
@@ -102,6 +109,13 @@ class PetServiceAsyncStub(PetServiceStub):
     in it; see WatchPetsRequest). Responses without changes also come
     every few seconds as heartbeats. The stream ends (UNAVAILABLE) whenever the service might
     miss a change; it is FAILED_PRECONDITION when the database cannot stream its changes.
+    """
+    FindExistingPets: _aio.UnaryUnaryMultiCallable[_pet_service_pb2.FindExistingPetsRequest, _pet_service_pb2.FindExistingPetsResponse]  # type: ignore[assignment]
+    """Which of the given pets exist, read from the store when the call arrives: a pet whose
+    deletion was acknowledged before it is never among them. One call answers many questions
+    (the order service asks for every order waiting at once); at most 1,000 ids, each positive,
+    else INVALID_ARGUMENT. A caller meeting UNIMPLEMENTED (a replica of an earlier release)
+    asks GetPet instead.
     """
 
 class PetServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -191,6 +205,19 @@ class PetServiceServicer(metaclass=_abc_1.ABCMeta):
         in it; see WatchPetsRequest). Responses without changes also come
         every few seconds as heartbeats. The stream ends (UNAVAILABLE) whenever the service might
         miss a change; it is FAILED_PRECONDITION when the database cannot stream its changes.
+        """
+
+    @_abc_1.abstractmethod
+    def FindExistingPets(
+        self,
+        request: _pet_service_pb2.FindExistingPetsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_pet_service_pb2.FindExistingPetsResponse, _abc.Awaitable[_pet_service_pb2.FindExistingPetsResponse]]:
+        """Which of the given pets exist, read from the store when the call arrives: a pet whose
+        deletion was acknowledged before it is never among them. One call answers many questions
+        (the order service asks for every order waiting at once); at most 1,000 ids, each positive,
+        else INVALID_ARGUMENT. A caller meeting UNIMPLEMENTED (a replica of an earlier release)
+        asks GetPet instead.
         """
 
 def add_PetServiceServicer_to_server(servicer: PetServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
