@@ -1,12 +1,20 @@
 from __future__ import annotations
 
+import asyncio
+import io
 import logging
 from datetime import UTC, datetime
 
 import orjson
 import pytest
 
-from petstore_common.logging import JsonFormatter, TextFormatter, configure_logging, log_format_from_env
+from petstore_common.logging import (
+    JsonFormatter,
+    TextFormatter,
+    TurnBatchedStreamHandler,
+    configure_logging,
+    log_format_from_env,
+)
 from petstore_common.request_context import current_request_id
 
 
@@ -103,3 +111,58 @@ def test_configure_logging_installs_the_chosen_formatter() -> None:
     finally:
         root.handlers[:], level = saved
         root.setLevel(level)
+
+
+class _CountingStream(io.StringIO):
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.writes.append(text)
+        return super().write(text)
+
+
+def _batched() -> tuple[logging.Logger, _CountingStream, TurnBatchedStreamHandler]:
+    stream = _CountingStream()
+    handler = TurnBatchedStreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger(f"batched-{id(stream)}")
+    logger.propagate = False
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.INFO)
+    return logger, stream, handler
+
+
+async def test_the_lines_of_one_loop_turn_are_written_together_when_it_ends() -> None:
+    logger, stream, _ = _batched()
+    for number in range(3):
+        logger.info("line %d", number)
+    assert stream.writes == []  # still in this turn
+    await asyncio.sleep(0)
+    assert stream.writes == ["line 0\nline 1\nline 2\n"]
+
+
+async def test_a_line_from_another_thread_is_written_at_once_after_those_waiting() -> None:
+    logger, stream, _ = _batched()
+    logger.info("on the loop")
+    await asyncio.to_thread(logger.info, "from a thread")
+    assert stream.getvalue() == "on the loop\nfrom a thread\n"
+
+
+def test_without_a_running_loop_every_line_is_written_at_once() -> None:
+    logger, stream, _ = _batched()
+    logger.info("one")
+    logger.info("two")
+    assert stream.writes == ["one\n", "two\n"]
+
+
+async def test_flush_writes_what_waits_and_the_wait_is_bounded() -> None:
+    logger, stream, handler = _batched()
+    logger.info("waiting")
+    handler.flush()  # what logging.shutdown() does at exit
+    assert stream.writes == ["waiting\n"]
+    for number in range(TurnBatchedStreamHandler.MAX_WAITING):
+        logger.info("%d", number)
+    assert len(stream.writes) == 2  # the bound reached: written without waiting for the turn's end
+    assert stream.writes[1].count("\n") == TurnBatchedStreamHandler.MAX_WAITING
