@@ -3,13 +3,16 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import orjson
 import pytest
 
 from petstore_common.logging import (
     JsonFormatter,
+    RequestLog,
     TextFormatter,
     TurnBatchedStreamHandler,
     configure_logging,
@@ -166,3 +169,88 @@ async def test_flush_writes_what_waits_and_the_wait_is_bounded() -> None:
         logger.info("%d", number)
     assert len(stream.writes) == 2  # the bound reached: written without waiting for the turn's end
     assert stream.writes[1].count("\n") == TurnBatchedStreamHandler.MAX_WAITING
+
+
+@pytest.fixture
+def configured() -> Iterator[Callable[[str], io.StringIO]]:
+    """configure_logging in a format, its stream captured; the root logger restored after."""
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level, RequestLog.route
+
+    def configure(log_format: str) -> io.StringIO:
+        configure_logging("svc", env={"LOG_FORMAT": log_format})
+        stream = io.StringIO()
+        handler = root.handlers[0]
+        assert isinstance(handler, TurnBatchedStreamHandler)
+        handler.setStream(stream)
+        return stream
+
+    try:
+        yield configure
+    finally:
+        root.handlers[:], level, RequestLog.route = saved
+        root.setLevel(level)
+
+
+def _lines_without_time(stream: io.StringIO, log_format: str) -> list[Any]:
+    lines = stream.getvalue().splitlines()
+    if log_format == "json":
+        return [{key: value for key, value in orjson.loads(line).items() if key != "ts"} for line in lines]
+    return [line.split(" ", 1)[1] for line in lines]  # past the clock
+
+
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_a_request_line_written_directly_reads_as_the_same_record_would(
+    configured: Callable[[str], io.StringIO], log_format: str
+) -> None:
+    stream = configured(log_format)
+    made: list[logging.LogRecord] = []
+    factory = logging.getLogRecordFactory()
+
+    def counting(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = factory(*args, **kwargs)
+        made.append(record)
+        return record
+
+    logging.setLogRecordFactory(counting)
+    try:
+        token = current_request_id.set("req-9")
+        try:
+            RequestLog("svc.access", "request").write(method="GET", status=200, ms=0.5)
+            assert made == []  # the direct route: no LogRecord
+            logging.getLogger("svc.access").info("request", extra={"method": "GET", "status": 200, "ms": 0.5})
+            assert len(made) == 1
+        finally:
+            current_request_id.reset(token)
+    finally:
+        logging.setLogRecordFactory(factory)
+    direct, through_logging = _lines_without_time(stream, log_format)
+    assert direct == through_logging
+    if log_format == "json":
+        assert direct == {
+            "level": "INFO",
+            "service": "svc",
+            "logger": "svc.access",
+            "request_id": "req-9",
+            "msg": "request",
+            "method": "GET",
+            "status": 200,
+            "ms": 0.5,
+        }
+
+
+def test_a_request_line_goes_through_logging_when_another_handler_listens(
+    configured: Callable[[str], io.StringIO], caplog: pytest.LogCaptureFixture
+) -> None:
+    stream = configured("json")  # (it replaced the root's handlers, caplog's among them)
+    logging.getLogger().addHandler(caplog.handler)
+    RequestLog("svc.access", "request").write(status=404)
+    assert [(record.name, record.status) for record in caplog.records] == [("svc.access", 404)]  # type: ignore[attr-defined]
+    assert orjson.loads(stream.getvalue())["status"] == 404  # and still to the configured handler
+
+
+def test_a_request_line_below_the_level_is_not_written(configured: Callable[[str], io.StringIO]) -> None:
+    stream = configured("json")
+    logging.getLogger().setLevel(logging.WARNING)
+    RequestLog("svc.access", "request").write(status=200)
+    assert stream.getvalue() == ""

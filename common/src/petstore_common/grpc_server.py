@@ -19,6 +19,7 @@ from prometheus_client import Counter, Histogram
 from pymongo.errors import ConnectionFailure, PyMongoError
 
 from petstore_common.errors import ResourceExhausted, ServiceError
+from petstore_common.logging import RequestLog
 from petstore_common.metrics import start_metrics_server
 from petstore_common.request_context import (
     REQUEST_ID_METADATA_KEY,
@@ -29,6 +30,8 @@ from petstore_common.settings import ServiceSettings
 from petstore_common.tracing import configure_tracing
 
 log = logging.getLogger(__name__)
+rpc_log = RequestLog(__name__, "rpc")
+"""One line per RPC served (health probes aside)."""
 
 HEALTH_CHECK_INTERVAL_SECONDS = 2.0
 """How often a serving service checks its database (a check taking longer counts as failed)."""
@@ -180,10 +183,7 @@ def _observed(
             RPC_HANDLED.labels(method, code.name).inc()
             RPC_SECONDS.labels(method).observe(elapsed)
             if not method.startswith("/grpc.health"):  # probes would drown the log
-                log.info(
-                    "rpc",
-                    extra={"grpc_method": method, "grpc_code": code.name, "ms": round(elapsed * 1000, 2)},
-                )
+                rpc_log.write(grpc_method=method, grpc_code=code.name, ms=round(elapsed * 1000, 2))
             current_request_id.reset(token)
 
     return call

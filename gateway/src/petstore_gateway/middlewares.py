@@ -10,6 +10,7 @@ from http import HTTPStatus
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from petstore_common.logging import RequestLog
 from petstore_common.request_context import current_request_id, sanitize_request_id
 from petstore_gateway.access import Access, access_of, staff_only_refusal
 from petstore_gateway.apidoc import DOCUMENT_ROUTES
@@ -29,7 +30,7 @@ from petstore_gateway.ratelimit import too_many
 REQUEST_ID_HEADER = "X-Request-ID"
 API_PREFIX = "/v2"
 
-access_log = logging.getLogger("petstore_gateway.access")
+access_log = RequestLog("petstore_gateway.access", "request")
 log = logging.getLogger(__name__)
 
 CLIENT_CLOSED_REQUEST = 499
@@ -84,15 +85,7 @@ async def observe_middleware(request: web.Request, handler: Handler) -> web.Stre
         elapsed = time.perf_counter() - started
         route = route_template(request)
         request.app[METRICS].observe(request.method, route, status, elapsed)
-        access_log.info(
-            "request",
-            extra={
-                "method": request.method,
-                "route": route,
-                "status": status,
-                "ms": round(elapsed * 1000, 2),
-            },
-        )
+        access_log.write(method=request.method, route=route, status=status, ms=round(elapsed * 1000, 2))
 
 
 def client_gone(request: web.Request) -> bool:
