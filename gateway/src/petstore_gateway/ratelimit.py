@@ -4,9 +4,11 @@ Each gateway process keeps its own buckets: N replicas (or GATEWAY_WORKERS) let 
 up to N budgets. Failed logins are also counted per account by the user service, which every
 gateway shares (a wait that grows with each wrong password): that limit is global.
 
-The buckets are pyrate-limiter's `StateBucket` with its `TokenBucket` algorithm: a few numbers
-per key (not an entry per request), a non-blocking `put`, and the exact wait on refusal. What
-pyrate-limiter leaves to us is the keyed, bounded, in-process map of buckets:
+Each bucket is one number, the generic cell rate algorithm's "theoretical arrival time" (a
+token bucket seen from the clock): a request is admitted when the bucket would not overflow,
+and the exact wait is known on refusal. pyrate-limiter, used before, does the same with an
+object graph per bucket and a RateItem per request; it was the largest part of a cached read
+of ours in the gateway's profile (bench/README.md). Around the buckets:
 
 - keys are keyed BLAKE2b digests, never the raw user id, static key or address;
 - a bucket idle long enough to have refilled completely is the same as a new one, so it is
@@ -27,37 +29,54 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pyrate_limiter import Duration, Rate, RateItem, StateBucket, TokenBucket
-
 from petstore_gateway.errors import ApiError
 
 MAX_ENTRIES = 10_000
-"""Buckets kept per limit; about 0.6 KB each."""
+"""Buckets kept per limit; about 0.2 KB each."""
 
 Clock = Callable[[], int]
 """Milliseconds from an arbitrary start (monotonic)."""
+
+SECOND_MS = 1_000
+MINUTE_MS = 60 * SECOND_MS
+HOUR_MS = 60 * MINUTE_MS
 
 
 def monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
 
+@dataclass(frozen=True, slots=True)
+class Rate:
+    """`limit` requests per `interval_ms`, up to `burst` of them at once (0: `limit`)."""
+
+    limit: int
+    interval_ms: int
+    burst: int = 0
+
+    @property
+    def capacity(self) -> int:
+        return self.burst or self.limit
+
+
 @dataclass(slots=True)
 class _Entry:
-    bucket: StateBucket
+    full_at_ms: float
+    """When the bucket is full again (the algorithm's theoretical arrival time)."""
     last_seen_ms: int
 
 
 class KeyedLimiter:
-    """One token bucket per key: `rate.burst` tokens, refilled at `rate.limit` per `rate.interval`."""
+    """One token bucket per key: `rate.capacity` tokens, refilled at `rate.limit` per `rate.interval_ms`."""
 
     def __init__(self, rate: Rate, *, max_entries: int = MAX_ENTRIES, clock: Clock = monotonic_ms) -> None:
-        self._rate = rate
-        self._algorithm = TokenBucket()
         self._max_entries = max_entries
         self._clock = clock
+        self._per_token_ms = rate.interval_ms / rate.limit
+        # A request is admitted when the bucket, with its token taken, is not over capacity.
+        self._capacity_ms = rate.capacity * self._per_token_ms
         # After this long without a request a bucket is full again: forgetting it changes nothing.
-        self._refill_ms = math.ceil(rate.burst * rate.interval / rate.limit)
+        self._refill_ms = math.ceil(self._capacity_ms)
         self._salt = os.urandom(16)
         self._entries: OrderedDict[bytes, _Entry] = OrderedDict()
 
@@ -74,19 +93,19 @@ class KeyedLimiter:
         digest = self._digest(key)
         entry = self._entries.get(digest)
         if entry is None:
-            entry = _Entry(StateBucket([self._rate], self._algorithm), now)
+            entry = _Entry(now, now)
             self._entries[digest] = entry
             while len(self._entries) > self._max_entries:
                 self._entries.popitem(last=False)
         else:
             self._entries.move_to_end(digest)
             entry.last_seen_ms = now
-        item = RateItem("request", now)
-        if entry.bucket.put(item) is True:
-            return None
-        wait_ms = entry.bucket.waiting(item)
-        assert isinstance(wait_ms, int)  # an in-memory store answers synchronously
-        return max(1, math.ceil(wait_ms / 1000))
+        taken = max(entry.full_at_ms, now) + self._per_token_ms
+        overflow_ms = taken - now - self._capacity_ms
+        if overflow_ms > 0:
+            return max(1, math.ceil(overflow_ms / 1000))
+        entry.full_at_ms = taken
+        return None
 
     def _forget_idle(self, now: int) -> None:
         while self._entries:
@@ -102,7 +121,7 @@ def client_limiter(
     """RATE_LIMIT_PER_SECOND / RATE_LIMIT_BURST; None when the rate is 0 (off)."""
     if per_second <= 0:
         return None
-    return KeyedLimiter(Rate(per_second, Duration.SECOND, burst=burst), max_entries=max_entries, clock=clock)
+    return KeyedLimiter(Rate(per_second, SECOND_MS, burst=burst), max_entries=max_entries, clock=clock)
 
 
 def login_limiter(
@@ -111,7 +130,7 @@ def login_limiter(
     """LOGIN_RATE_LIMIT_PER_MINUTE per address, all of it usable at once; None when 0 (off)."""
     if per_minute <= 0:
         return None
-    return KeyedLimiter(Rate(per_minute, Duration.MINUTE), max_entries=max_entries, clock=clock)
+    return KeyedLimiter(Rate(per_minute, MINUTE_MS), max_entries=max_entries, clock=clock)
 
 
 def signup_limiter(
@@ -120,7 +139,7 @@ def signup_limiter(
     """SIGNUP_RATE_LIMIT_PER_HOUR per address, all of it usable at once; None when 0 (off)."""
     if per_hour <= 0:
         return None
-    return KeyedLimiter(Rate(per_hour, Duration.HOUR), max_entries=max_entries, clock=clock)
+    return KeyedLimiter(Rate(per_hour, HOUR_MS), max_entries=max_entries, clock=clock)
 
 
 @dataclass(frozen=True, slots=True)
