@@ -130,6 +130,12 @@ class FakePetService(pet_service_pb2_grpc.PetServiceServicer):
         self.get_calls += 1
         return pet_service_pb2.GetPetResponse(pet=await self._get(request.id, context))
 
+    async def FindExistingPets(
+        self, request: pet_service_pb2.FindExistingPetsRequest, context: Context
+    ) -> pet_service_pb2.FindExistingPetsResponse:
+        # The gateway never asks this (the order service does); the fake answers it all the same.
+        return pet_service_pb2.FindExistingPetsResponse(ids=sorted(set(request.ids) & self.pets.keys()))
+
     async def CreatePet(
         self, request: pet_service_pb2.CreatePetRequest, context: Context
     ) -> pet_service_pb2.CreatePetResponse:
