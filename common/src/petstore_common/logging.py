@@ -51,6 +51,18 @@ def _extras(record: logging.LogRecord) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    """What one line says, however it is written."""
+
+    created: float
+    level: str
+    logger: str
+    message: str
+    fields: Mapping[str, Any]
+    exc: str | None = None
+
+
 class LineFormatter(logging.Formatter):
     """A formatter whose line is built from plain values, so that RequestLog can write the same
     line without a LogRecord."""
@@ -62,66 +74,42 @@ class LineFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         exc = self.formatException(record.exc_info) if record.exc_info else None
         return self.line(
-            record.created, record.levelname, record.name, record.getMessage(), _extras(record), exc
+            LogLine(record.created, record.levelname, record.name, record.getMessage(), _extras(record), exc)
         )
 
-    def line(
-        self,
-        created: float,
-        level: str,
-        logger: str,
-        message: str,
-        fields: Mapping[str, Any],
-        exc: str | None = None,
-    ) -> str:
+    def line(self, entry: LogLine) -> str:
         raise NotImplementedError
 
 
 class JsonFormatter(LineFormatter):
-    def line(
-        self,
-        created: float,
-        level: str,
-        logger: str,
-        message: str,
-        fields: Mapping[str, Any],
-        exc: str | None = None,
-    ) -> str:
-        entry: dict[str, Any] = {
-            "ts": _timestamp(created),
-            "level": level,
+    def line(self, entry: LogLine) -> str:
+        document: dict[str, Any] = {
+            "ts": _timestamp(entry.created),
+            "level": entry.level,
             "service": self._service,
-            "logger": logger,
+            "logger": entry.logger,
             "request_id": current_request_id.get(),
-            "msg": message,
-            **fields,
+            "msg": entry.message,
+            **entry.fields,
         }
-        if exc is not None:
-            entry["exc"] = exc
-        return orjson.dumps(entry, default=str).decode()
+        if entry.exc is not None:
+            document["exc"] = entry.exc
+        return orjson.dumps(document, default=str).decode()
 
 
 class TextFormatter(LineFormatter):
     """`HH:MM:SS.mmm LEVEL service: message key=value … [request id]` for a person at a terminal."""
 
-    def line(
-        self,
-        created: float,
-        level: str,
-        logger: str,
-        message: str,
-        fields: Mapping[str, Any],
-        exc: str | None = None,
-    ) -> str:
-        clock = _timestamp(created)[11:23]
-        parts = [f"{clock} {level:<7} {self._service}: {message}"]
-        parts.extend(f"{key}={value}" for key, value in fields.items())
+    def line(self, entry: LogLine) -> str:
+        clock = _timestamp(entry.created)[11:23]
+        parts = [f"{clock} {entry.level:<7} {self._service}: {entry.message}"]
+        parts.extend(f"{key}={value}" for key, value in entry.fields.items())
         request_id = current_request_id.get()
         if request_id != NO_REQUEST_ID:
             parts.append(f"[{request_id}]")
         text = " ".join(parts)
-        if exc is not None:
-            text += "\n" + exc
+        if entry.exc is not None:
+            text += "\n" + entry.exc
         return text
 
 
@@ -246,7 +234,7 @@ class RequestLog:
             logger.info(self._message, extra=fields)
             return
         route.handler.write_line(
-            route.formatter.line(time.time(), "INFO", logger.name, self._message, fields)
+            route.formatter.line(LogLine(time.time(), "INFO", logger.name, self._message, fields))
         )
 
 
