@@ -162,6 +162,7 @@ def run_results() -> report.RunResults:
             "get_pet_mixed": {"gateway": 0.3, "gateway.1": 0.3, "pet": 0.1, "client": 0.4},
         },
         paired_baselines={"get_pet_mixed": result(6_000)},
+        cache_lookups={"get_pet_random": {"hit": 61_990, "miss": 10}},
         info={"date": "2026-01-01T00:00:00+00:00", "command": "python -m petstore_bench --smoke"},
     )
 
@@ -202,6 +203,8 @@ def test_table_shows_ratios_and_verdicts() -> None:
     # The mixed scenario is compared with the baseline that took turns with it, not the first one.
     assert lines[5].split()[-8:] == ["3000", "6000", "0.500", "0.9", "5.0", "0", "0", "PASS"]
     assert lines[6].split()[-7:] == ["30", "10000", "0.003", "0.9", "900.0", "0", "-"]  # no target for login
+    cache = lines.index(next(line for line in lines if line.startswith("pet cache (gateway)")))
+    assert lines[cache + 1].split()[-2:] == ["61990", "10"]
     user = next(line for line in lines if line.startswith("user "))
     assert user.split()[-3:] == ["92.0", "91.0", "MISS"]
     worker = next(line for line in lines if line.startswith("gateway.1 "))
@@ -256,6 +259,7 @@ def test_json_document(tmp_path: Path) -> None:
     assert get_pet["latency_ms"]["p99"] == 9.0
     assert get_pet["errors"]["unexpected"] == 0
     assert "stale_reads" not in get_pet
+    assert get_pet["gateway_pet_cache_lookups"] == {"hit": 61_990, "miss": 10}
     mixed = document["scenarios"][3]
     assert (mixed["key"], mixed["stale_reads"], mixed["target"]) == ("get_pet_mixed", 0, "PASS")
     assert document["scenarios"][4]["target"] is None

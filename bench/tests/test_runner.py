@@ -35,3 +35,16 @@ def test_settle_waits_while_busy_but_not_past_its_limit() -> None:
 
 def test_a_gone_process_counts_as_idle() -> None:
     assert runner.settle({"gone": 2**22 + 12345}, limit_s=2) < 1
+
+
+def test_pet_cache_lookups_are_read_from_the_gateways_metrics() -> None:
+    # As prometheus_client writes the gateway's counter (petstore_gateway.metrics).
+    text = (
+        "# HELP gateway_pet_cache_lookups_total Pet reads looked up in the cache ...\n"
+        "# TYPE gateway_pet_cache_lookups_total counter\n"
+        'gateway_pet_cache_lookups_total{result="hit"} 120034.0\n'
+        'gateway_pet_cache_lookups_total{result="miss"} 7.0\n'
+        "gateway_pet_cache_live 1.0\n"
+    )
+    assert runner.cache_lookups(text) == {"hit": 120034, "miss": 7}
+    assert runner.cache_lookups("gateway_pet_cache_live 0.0\n") == {}

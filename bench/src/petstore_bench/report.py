@@ -82,6 +82,8 @@ class RunResults:
     """Scenario key (baseline included) -> process -> CPU milliseconds per request."""
     paired_baselines: dict[str, WrkResult] = field(default_factory=dict)
     """Scenario key -> the baseline measured taking turns with it: its ratio's denominator."""
+    cache_lookups: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Scenario key -> the gateway's pet cache lookups while it was measured ("hit", "miss")."""
     info: dict[str, Any] = field(default_factory=dict)
     """Date, command, settings, machine: copied into the JSON as they are."""
 
@@ -240,6 +242,12 @@ def table(results: RunResults, checks: Sequence[Check]) -> str:
     if results.cpu_ms_per_request:
         lines.append("")
         lines.extend(_cpu_table(results.cpu_ms_per_request))
+    if results.cache_lookups:
+        lines.append("")
+        cache_rows: list[tuple[str, ...]] = [("pet cache (gateway)", "hits", "misses")]
+        for key, counts in results.cache_lookups.items():
+            cache_rows.append((_title(key), str(counts.get("hit", 0)), str(counts.get("miss", 0))))
+        lines.extend(_columns(cache_rows, right=(1, 2)))
     if checks:
         lines.append("")
         lines.append("targets:")
@@ -322,6 +330,11 @@ def to_json(results: RunResults, checks: Sequence[Check]) -> dict[str, Any]:
             "throughput_ratio_to_baseline": None if found is None else round(found, 4),
             "target": _verdicts(checks, key) or None,
             **result.to_json(),
+            **(
+                {"gateway_pet_cache_lookups": results.cache_lookups[key]}
+                if key in results.cache_lookups
+                else {}
+            ),
         }
 
     return {

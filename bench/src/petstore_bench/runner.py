@@ -7,12 +7,14 @@ import contextlib
 import dataclasses
 import os
 import platform
+import re
 import resource
 import secrets
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -142,6 +144,8 @@ class Measured:
     scenario, "baseline" is its paired baseline's."""
     baseline: wrk.WrkResult | None = None
     """The baseline measured in slices taking turns with this scenario's (None without one)."""
+    cache_lookups: dict[str, int] = field(default_factory=dict)
+    """The gateway's pet cache lookups during the measured slices, by result (first worker)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +155,25 @@ class Target:
     url: str
     env: Mapping[str, str]
     pids: Mapping[str, int]
+    metrics_url: str | None = None
+    """The first gateway worker's /metrics, whose pet cache counters each scenario reports."""
+
+
+CACHE_LOOKUP = re.compile(
+    r'^gateway_pet_cache_lookups_total\{result="(hit|miss)"\} ([0-9.e+]+)$', re.MULTILINE
+)
+
+
+def cache_lookups(metrics_text: str) -> dict[str, int]:
+    """The gateway's pet cache lookups so far, by result ("hit", "miss")."""
+    return {result: int(float(count)) for result, count in CACHE_LOOKUP.findall(metrics_text)}
+
+
+def _cache_lookups(target: Target) -> dict[str, int]:
+    if target.metrics_url is None:
+        return {}
+    with urllib.request.urlopen(target.metrics_url, timeout=5) as response:  # noqa: S310 - our loopback URL
+        return cache_lookups(response.read().decode())
 
 
 @dataclass
@@ -296,11 +319,15 @@ def _drive(
     paired = "" if baseline is None else f", taking turns with the baseline in {slices} slices"
     log(f"{scenario.key}: {load.seconds * slices}s at {options.load.connections} connections{paired}")
     mine, theirs = _Slices(), _Slices()
+    lookups_before = _cache_lookups(target)
     with around_measure():
         for _ in range(slices):
             mine.add(*_measure(wrk_binary, target, script, load))
             if baseline is not None:
                 theirs.add(*_measure(wrk_binary, baseline, wrk.script_path(BASELINE.script), load))
+    lookups = {
+        result: count - lookups_before.get(result, 0) for result, count in _cache_lookups(target).items()
+    }
     result, cpu_ms = mine.total()
     paired_result = None
     if baseline is not None:
@@ -310,8 +337,13 @@ def _drive(
         f"{scenario.key}: {result.requests_per_second:.0f} req/s, p99 {result.latency_us.p99 / 1000:.1f} ms,"
         f" {result.errors.total} errors"
         + ("" if paired_result is None else f"; baseline {paired_result.requests_per_second:.0f} req/s")
+        + (
+            ""
+            if not lookups
+            else f"; pet cache {lookups.get('hit', 0)} hits, {lookups.get('miss', 0)} misses"
+        )
     )
-    return Measured(result, cpu_ms, paired_result)
+    return Measured(result, cpu_ms, paired_result, lookups)
 
 
 def _measure(
@@ -444,7 +476,7 @@ def _run_stack(
             mixed_target = MixedTarget(url, api_key, loaded.pet_names())
             results: dict[str, Measured] = {}
             watched = {**pids, **database_pids}
-            target = Target(url, env, watched)
+            target = Target(url, env, watched, stack.gateway_metrics_url())
             with procmem.Sampler(watched) as sampler:
                 for key in options.scenarios:
                     profiled = (
