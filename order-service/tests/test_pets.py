@@ -15,9 +15,9 @@ import pytest
 from google.protobuf.message import Message
 
 from petstore.pet.v1 import pet_service_pb2
+from petstore_common.contract_bounds import MAX_IDS_PER_CHECK
 from petstore_common.errors import Unavailable
 from petstore_common.grpc_server import NO_PORT_SHARING
-from petstore_common.pet_existence import MAX_IDS_PER_CHECK
 from petstore_order.pets import grpc_pet_directory
 
 from .pet_backend import closed_address, pet_backend

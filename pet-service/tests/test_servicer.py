@@ -13,10 +13,10 @@ from google.protobuf.field_mask_pb2 import FieldMask
 
 from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
 from petstore_common import callers
+from petstore_common.contract_bounds import MAX_IDS_PER_CHECK
 from petstore_common.errors import Unavailable
 from petstore_common.grpc_client import create_channel, is_serving
 from petstore_common.grpc_server import RunningService, start_service
-from petstore_common.pet_existence import MAX_IDS_PER_CHECK
 from petstore_common.settings import ServiceSettings
 from petstore_pet.service import SERVICE_NAME, build_definition
 from petstore_pet.storage.memory import MemoryPetStore

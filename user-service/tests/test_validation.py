@@ -7,6 +7,7 @@ import re
 import pytest
 
 from petstore.user.v1 import user_pb2, user_service_pb2
+from petstore_common.contract_bounds import MAX_USERS_PER_BATCH
 from petstore_common.errors import InvalidArgument
 from petstore_user import validation
 
@@ -92,7 +93,10 @@ def test_a_new_user_needs_a_password() -> None:
     ("requests", "message"),
     [
         ([], "at least one user is required"),
-        ([a_request()] * 1001, "at most 1000 users fit in one request"),
+        (
+            [a_request()] * (MAX_USERS_PER_BATCH + 1),
+            f"at most {MAX_USERS_PER_BATCH} users fit in one request",
+        ),
         (
             [a_request(), a_request(a_user(username="bob", email="x"))],
             "users[1]: email must look like an email",
@@ -118,8 +122,9 @@ def test_an_invalid_batch_names_the_first_user_rejected(
         validation.check_new_users(requests)
 
 
-def test_a_batch_of_up_to_1000_distinct_users_is_valid() -> None:
-    validation.check_new_users([a_request(a_user(username=f"user{n}", id=n + 1)) for n in range(1000)])
+def test_a_batch_of_as_many_distinct_users_as_the_bound_is_valid() -> None:
+    batch = [a_request(a_user(username=f"user{n}", id=n + 1)) for n in range(MAX_USERS_PER_BATCH)]
+    validation.check_new_users(batch)
 
 
 def test_an_update_may_leave_the_email_empty_and_ignores_the_id() -> None:

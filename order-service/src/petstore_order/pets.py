@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Protocol
 import grpc
 
 from petstore.pet.v1 import pet_service_pb2, pet_service_pb2_grpc
+from petstore_common.contract_bounds import MAX_IDS_PER_CHECK
 from petstore_common.errors import Unavailable
 from petstore_common.grpc_client import create_channel
-from petstore_common.pet_existence import MAX_IDS_PER_CHECK
 
 if TYPE_CHECKING:
     from petstore.pet.v1.pet_service_pb2_grpc import PetServiceAsyncStub

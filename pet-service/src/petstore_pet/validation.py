@@ -8,8 +8,8 @@ from collections.abc import Collection, Sequence
 from google.protobuf.field_mask_pb2 import FieldMask
 
 from petstore.pet.v1 import pet_pb2
+from petstore_common.contract_bounds import MAX_IDS_PER_CHECK
 from petstore_common.errors import InvalidArgument
-from petstore_common.pet_existence import MAX_IDS_PER_CHECK
 from petstore_pet.storage.base import PET_FIELDS, STATUS_NAMES, Status
 
 MAX_NAME_CHARS = 256

@@ -7,6 +7,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from petstore.user.v1 import user_pb2, user_service_pb2
+from petstore_common.contract_bounds import MAX_USERS_PER_BATCH
 from petstore_common.errors import InvalidArgument
 from petstore_user.passwords import check_password
 from petstore_user.storage.base import check_distinct, in_batch
@@ -15,7 +16,6 @@ MAX_USERNAME_CHARS = 64
 MIN_EMAIL_CHARS = 3
 MAX_EMAIL_CHARS = 254
 MAX_TEXT_CHARS = 256
-MAX_USERS_PER_BATCH = 1000
 
 # ASCII only: usernames appear in URLs, logs and messages, and look-alike letters from other
 # scripts could impersonate someone.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from petstore.user.v1 import user_pb2
+from petstore_common.contract_bounds import MAX_USERS_PER_BATCH
 from petstore_gateway.representations.fields import as_list, as_object, get_int, get_str
 from petstore_gateway.representations.shapes import Document, InvalidRepresentation, ListOf, Obj, Scalar
 
@@ -23,9 +24,8 @@ USER_SHAPE = Obj(
 USER = Document("User", USER_SHAPE)
 USERS = Document("users", ListOf("User", USER_SHAPE))
 
-# Each user costs one argon2 hash (about 30 ms on the user service's two hashing threads):
-# a hundred fit well inside the gateway's deadline of one call.
-MAX_USERS_PER_REQUEST = 100
+MAX_USERS_PER_REQUEST = MAX_USERS_PER_BATCH
+"""One user service call carries them all: the service's bound is the request's."""
 
 
 def user_from_wire(value: Any, *, for_create: bool, path: str = "") -> tuple[user_pb2.User, str | None]:
