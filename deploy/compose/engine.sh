@@ -8,11 +8,17 @@
 #          dockerd is started with its defaults (overlay2, bridge networking; it runs its own
 #          containerd); its PID goes to .cache/docker-engine/dockerd.pid, its log beside it.
 #   stop:  SIGTERM to that PID (dockerd stops its containerd), SIGKILL after 30 s; no-op when
-#          this script started nothing.
+#          this script started nothing. Then what dockerd left on the machine (the docker0
+#          bridge, its routes, iptables chains and netfilter tables) is undone from the state
+#          recorded before it started, and checked: the stop fails if the machine differs.
+#          Images and the build cache (/var/lib/docker) stay, for the next run.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# shellcheck source=deploy/host-state.sh
+source "$ROOT/deploy/host-state.sh"
 STATE="${PETSTORE_CACHE_DIR:-$ROOT/.cache}/docker-engine"
+BEFORE="$STATE/host-before"
 PIDFILE="$STATE/dockerd.pid"
 LOG="$STATE/dockerd.log"
 START_TIMEOUT=60
@@ -37,6 +43,8 @@ start() {
   fi
   command -v dockerd >/dev/null || install_engine
   mkdir -p "$STATE"
+  rm -rf "$BEFORE"
+  net_state "$BEFORE"
   say "no Docker engine answers: starting dockerd (log: $LOG)"
   # setsid: the engine is not part of the caller's process group, so a Ctrl-C of the run
   # reaches the tests, and the trap that calls `engine.sh stop` stops dockerd in order.
@@ -65,7 +73,8 @@ install_engine() {
   say "installing Debian's docker.io (apt-get)"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends docker.io >/dev/null
+  # nftables: to list and remove the netfilter tables dockerd adds (iptables here is iptables-nft).
+  apt-get install -y -qq --no-install-recommends docker.io nftables >/dev/null
 }
 
 stop() {
@@ -83,9 +92,18 @@ stop() {
     if kill -0 "$pid" 2>/dev/null; then
       say "dockerd $pid still runs after 30 s: SIGKILL"
       kill -KILL "$pid" 2>/dev/null || true
+      sleep 1
     fi
   fi
   rm -f "$PIDFILE"
+  [[ -d "$BEFORE" ]] || return 0
+  net_restore "$BEFORE"
+  if net_verify "$BEFORE"; then
+    say "machine state: links, routes, iptables, netfilter tables and mounts as before dockerd"
+    rm -rf "$BEFORE"
+  else
+    die "dockerd left the machine changed (above); the state before it is in $BEFORE"
+  fi
 }
 
 case "${1:-}" in

@@ -35,6 +35,8 @@ source "$ROOT/deploy/steps.sh"
 source "$ROOT/deploy/tools.sh"
 # shellcheck source=deploy/k8s/cluster.sh
 source "$ROOT/deploy/k8s/cluster.sh"
+# shellcheck source=deploy/host-state.sh
+source "$ROOT/deploy/host-state.sh"
 
 [[ "$(id -u)" == 0 ]] || die "k3s runs as root here (it manages mounts, links and iptables)"
 NAMESPACE=petstore
