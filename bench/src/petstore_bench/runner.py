@@ -268,10 +268,10 @@ def _drive_mixed(
     cpu_ms = {name: seconds * 1000 / requests for name, seconds in used.items()}
     paired = None
     if baseline is not None:
-        paired, baseline_cpu_s = _measure(
-            wrk_binary, baseline, wrk.script_path(BASELINE.script), options.load
-        )
-        cpu_ms["baseline"] = baseline_cpu_s["baseline"] * 1000 / max(paired.requests, 1)
+        theirs = _Slices()
+        theirs.add(*_measure(wrk_binary, baseline, wrk.script_path(BASELINE.script), options.load))
+        paired, baseline_cpu_ms = theirs.total()
+        cpu_ms["baseline"] = baseline_cpu_ms["baseline"]  # its server's, not its wrk's
     log(
         f"{scenario.key}: {result.requests_per_second:.0f} req/s ({outcome.writes} writes),"
         f" p99 {result.latency_us.p99 / 1000:.1f} ms, {result.errors.total} errors,"
@@ -332,7 +332,7 @@ def _drive(
     paired_result = None
     if baseline is not None:
         paired_result, baseline_cpu_ms = theirs.total()
-        cpu_ms["baseline"] = sum(ms for name, ms in baseline_cpu_ms.items() if name != "wrk")
+        cpu_ms["baseline"] = baseline_cpu_ms["baseline"]  # its server's, not its wrk's
     log(
         f"{scenario.key}: {result.requests_per_second:.0f} req/s, p99 {result.latency_us.p99 / 1000:.1f} ms,"
         f" {result.errors.total} errors"
