@@ -14,13 +14,9 @@ import urllib.request
 
 import pytest
 
+from petstore_devstack.ports import free_port, free_port_block
+
 from .fakes import SESSION_SECRET
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def start(env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -104,7 +100,7 @@ def children_of(pid: int) -> list[int]:
 def test_workers_share_the_port_and_stop_with_the_first() -> None:
     """...and each serves its own metrics on METRICS_PORT + its index, none on the API port."""
     port = free_port()
-    metrics_port = free_port()
+    metrics_port = free_port_block(3)
     dead = f"127.0.0.1:{free_port()}"
     process = start(
         {
@@ -168,3 +164,33 @@ def is_zombie(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True
+
+
+def test_a_worker_that_cannot_start_stops_the_gateway_with_an_error() -> None:
+    """Worker 1's metrics port is taken: the gateway must not go on serving with one worker
+    fewer, unnoticed."""
+    metrics_port = free_port_block(2)
+    dead = f"127.0.0.1:{free_port()}"
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", metrics_port + 1))
+        squatter.listen()
+        process = start(
+            {
+                "PETSTORE_SESSION_SECRET": SESSION_SECRET,
+                "GATEWAY_PORT": str(free_port()),
+                "GATEWAY_WORKERS": "2",
+                "METRICS_PORT": str(metrics_port),
+                "PET_SERVICE_ADDR": dead,
+                "ORDER_SERVICE_ADDR": dead,
+                "USER_SERVICE_ADDR": dead,
+            }
+        )
+        try:
+            _, stderr = process.communicate(timeout=30)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    assert process.returncode == 1
+    assert b'"msg":"a gateway worker ended: stopping the gateway"' in stderr
+    assert b'"msg":"stopped","worker":0' in stderr  # drained, not killed

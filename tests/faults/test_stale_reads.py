@@ -37,8 +37,12 @@ async def wait_for_live_caches(stack: Stack, count: int, timeout_s: float = 30.0
     assert stack.log_dir is not None
     log = stack.log_dir / "gateway.log"
     deadline = asyncio.get_running_loop().time() + timeout_s
-    while len(LIVE_CACHE.findall(log.read_text() if log.exists() else "")) < count:
-        assert asyncio.get_running_loop().time() < deadline, f"fewer than {count} live gateway caches"
+    while len(LIVE_CACHE.findall(text := log.read_text() if log.exists() else "")) < count:
+        if asyncio.get_running_loop().time() > deadline:
+            lines = [line for line in text.splitlines() if '"msg":"request"' not in line]
+            raise AssertionError(
+                f"fewer than {count} live gateway caches; the gateway said:\n" + "\n".join(lines[-40:])
+            )
         await asyncio.sleep(0.1)
 
 

@@ -22,10 +22,13 @@ from typing import IO, Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from petstore_devstack.ports import ensure_port_free, free_port
+from petstore_devstack.ports import ensure_port_free, free_port, free_port_block
 
 SERVICES = ("pet", "order", "user")
 STARTUP_TIMEOUT_SECONDS = 30.0
+GATEWAY_METRICS_PORTS = 8
+"""Consecutive ports found free for the gateway's metrics when the stack chooses them (worker i
+serves on the first + i): room for that many GATEWAY_WORKERS."""
 DEFAULT_ENV = {"LOG_LEVEL": "INFO", "GRACE_SECONDS": "5"}
 """Set for every process unless the environment (or extra_env) says otherwise: a local stack
 stops in 5 s rather than the 10 s a deployment gives in-flight requests."""
@@ -111,10 +114,10 @@ class Stack:
         """METRICS_PORT is one port per process: given one, the runner hands out it and the
         next three (pet, order, user, gateway; gateway worker i takes the gateway's + i), since
         processes cannot share one. Without it the services serve none, and the gateway gets a
-        free port all the same: the stack's users (fault tests) read its metrics."""
+        free block of ports all the same: the stack's users (fault tests) read its metrics."""
         base = int(env.get("METRICS_PORT", "0") or "0")
         ports = {name: base + offset if base else 0 for offset, name in enumerate(SERVICES)}
-        return {**ports, "gateway": base + len(SERVICES) if base else free_port()}
+        return {**ports, "gateway": base + len(SERVICES) if base else free_port_block(GATEWAY_METRICS_PORTS)}
 
     def gateway_metrics_url(self, worker: int = 0) -> str:
         """The /metrics of gateway worker `worker` (0: the first), on its own port."""

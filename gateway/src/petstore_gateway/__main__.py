@@ -61,6 +61,8 @@ def main() -> None:
     if tracing is not None:
         tracing.shutdown()  # flushes the spans still queued
     log.info("stopped", extra={"worker": index})
+    if workers.lost:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 all serve HTTP. The first process serves too and starts the others as `python -m
 petstore_gateway` children: each has its own channels, cache and WatchPets stream. SIGTERM or
 SIGINT to the first is passed on to every other, and each drains on its own. A child dies with
-the first (PR_SET_PDEATHSIG), so none is left holding the port."""
+the first (PR_SET_PDEATHSIG), so none is left holding the port; a child that ends while nobody
+asked it to (it could not bind its metrics port, it crashed) stops the first, which then exits
+with 1: the supervisor restarts the gateway instead of it serving on fewer cores unnoticed."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 
 log = logging.getLogger(__name__)
@@ -45,6 +48,8 @@ class Workers:
         self._count = count
         self._stopping = False
         self.processes: list[subprocess.Popen[bytes]] = []
+        self.lost = False
+        """A worker ended before it was asked to stop (and the first was told to stop)."""
 
     def start(self) -> None:
         for index in range(1, self._count):
@@ -56,6 +61,20 @@ class Workers:
             )
         if self.processes:
             log.info("workers started", extra={"pids": [p.pid for p in self.processes]})
+        for process in self.processes:
+            threading.Thread(
+                target=self._watch, args=(process,), name=f"watch-{process.pid}", daemon=True
+            ).start()
+
+    def _watch(self, process: subprocess.Popen[bytes]) -> None:
+        code = process.wait()
+        if self._stopping:
+            return
+        self.lost = True
+        log.error(
+            "a gateway worker ended: stopping the gateway", extra={"pid": process.pid, "exit_code": code}
+        )
+        os.kill(os.getpid(), signal.SIGTERM)  # the first drains as on the operator's SIGTERM
 
     def signal_stop(self) -> None:
         """SIGTERM each worker once: a second one could reach a worker after its event loop has
