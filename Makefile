@@ -15,7 +15,7 @@ INSTALLED := $(VENV)/.installed
 RUN_INSTALLED := $(VENV)/.run-installed
 PIP := $(PY) -m pip install --disable-pip-version-check --progress-bar off
 
-.PHONY: help install install-run run run-demo test lint typecheck protos protos-check unit ferretdb e2e-compose e2e-k8s deploy-check bench bench-smoke clean
+.PHONY: help install install-run run run-demo test lint typecheck protos protos-check unit ferretdb e2e-skew e2e-compose e2e-k8s images deploy-check bench bench-smoke clean
 
 help:
 	@echo "make run          - the whole stack as local processes, gateway on http://127.0.0.1:8080/v2"
@@ -34,8 +34,11 @@ help:
 	@echo "make deploy-check - offline checks of the Kubernetes manifests, compose file and Dockerfiles"
 	@echo "make bench        - the load benchmark (about six minutes)"
 	@echo "make bench-smoke  - every benchmark scenario for one second (about thirty seconds)"
+	@echo "make e2e-skew     - the e2e suite four times, each with one deployable at its previous release"
 	@echo "make e2e-compose  - the e2e suite against docker-compose.yml (Docker engine; root to install one)"
 	@echo "make e2e-k8s      - the e2e suite through a single-node k3s (root)"
+	@echo "make images       - the four images, tagged <version> and <version>-<commit> (SERVICE=pet-service:"
+	@echo "                    one team's; PREVIOUS=1: the previous releases; REGISTRY=...: to push)"
 	@echo "make clean        - remove .venv and the caches (.cache holds FerretDB and other builds)"
 
 # Running needs a few dozen packages (requirements/run.lock, a subset of dev.lock pinned alike);
@@ -111,6 +114,21 @@ unit: ferretdb
 	  MONGODB_URI= $(PY) -m pytest -p no:cacheprovider $(EMBEDDED_E2E) || failed="$$failed embedded-e2e"; \
 	  if [ -n "$$failed" ]; then echo "pytest failed in:$$failed"; exit 1; fi'
 
+# Version skew: the e2e suite once per deployable, that one at its previous release
+# (deploy/releases.toml, petstore_devstack.releases) and the others from the working tree,
+# processes on FerretDB; every run goes, then the failed ones are named.
+SKEW_DEPLOYABLES := pet-service order-service user-service gateway
+e2e-skew: ferretdb
+	$(PY) -m petstore_devstack.releases check
+	$(PY) -m petstore_devstack.ferretdb with -- bash -c 'failed=""; \
+	  for deployable in $(SKEW_DEPLOYABLES); do \
+	    echo "== tests/e2e with $$deployable at its previous release"; start=$$SECONDS; \
+	    PETSTORE_E2E_PREVIOUS=$$deployable $(PY) -m pytest -p no:cacheprovider tests/e2e \
+	      || failed="$$failed $$deployable"; \
+	    echo "== $$deployable one release behind: $$((SECONDS - start)) s"; \
+	  done; \
+	  if [ -n "$$failed" ]; then echo "e2e-skew failed with these one release behind:$$failed"; exit 1; fi'
+
 # The same e2e suite and the container fault tests against the docker-compose.yml stack, on
 # the host's Docker engine, or on one it installs (root, apt) and starts for the run and
 # stops at the end; base images built offline where no registry gives them
@@ -124,6 +142,11 @@ e2e-compose: ferretdb
 # machine's network state restored (deploy/k8s/e2e.sh says what it does and how long it took).
 e2e-k8s: ferretdb
 	deploy/k8s/e2e.sh
+
+# Each deployable's image, tagged with its version (its pyproject.toml) and version-commit;
+# SERVICE=<pet-service|order-service|user-service|gateway> builds one team's (deploy/images.sh).
+images: install-run
+	deploy/images.sh
 
 deploy-check: install
 	deploy/check.sh

@@ -24,6 +24,12 @@ BASES = ("gateway", "pet-service", "order-service", "user-service", "mongodb", "
 OVERLAYS = ("dev", "prod")
 SERVICES = ("pet-service", "order-service", "user-service")
 APPS = ("gateway", *SERVICES)
+PROD_SETTINGS = dict(
+    line.split("=", 1)
+    for line in (K8S / "overlays" / "prod" / "settings.env").read_text().splitlines()
+    if line and not line.startswith("#")
+)
+"""What deploy/k8s/overlays/prod/settings.env sets (the prod overlay's replacements read it)."""
 
 Doc = dict[str, Any]
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from petstore_devstack.releases import DEPLOYABLES, current_version
+
 from .support import (
     APPS,
     BASES,
     K8S,
     OVERLAYS,
+    PROD_SETTINGS,
     REPO,
     SERVICES,
     ComposeLoader,
@@ -256,8 +259,10 @@ def test_overlays_set_images_replicas_and_resources(overlays: dict[str, list[Doc
     def images(docs: list[Doc]) -> set[str]:
         return {c["image"] for w in of_kind(docs, "Deployment") for c in containers(w)}
 
-    assert images(overlays["dev"]) == {f"petstore/{app}:dev" for app in APPS}
-    assert images(overlays["prod"]) == {f"registry.example.com/petstore/{app}:1.0.0" for app in APPS}
+    versions = {app: current_version(DEPLOYABLES[app]) for app in APPS}
+    registry = PROD_SETTINGS["IMAGE_REGISTRY"]
+    assert images(overlays["dev"]) == {f"petstore/{app}:{versions[app]}" for app in APPS}
+    assert images(overlays["prod"]) == {f"{registry}/{app}:{versions[app]}" for app in APPS}
     min_replicas = {
         name: {hpa["spec"]["minReplicas"] for hpa in of_kind(docs, "HorizontalPodAutoscaler")}
         for name, docs in overlays.items()
@@ -273,10 +278,30 @@ def test_overlays_set_images_replicas_and_resources(overlays: dict[str, list[Doc
         assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
 
 
+@pytest.mark.parametrize("app", APPS)
+def test_each_team_folder_names_its_deployables_version(app: str) -> None:
+    """The version lives in <app>/pyproject.toml; the folder a team applies must deploy it."""
+    (deployment,) = of_kind(rendered(f"base/{app}"), "Deployment")
+    (container,) = containers(deployment)
+    assert container["image"] == f"petstore/{app}:{current_version(DEPLOYABLES[app])}"
+
+
+def test_prod_has_no_dev_database_and_its_ingress_serves_the_settings_host_over_tls(
+    overlays: dict[str, list[Doc]],
+) -> None:
+    prod = overlays["prod"]
+    assert not of_kind(prod, "StatefulSet")
+    assert "prod-settings" not in {name_of(c) for c in of_kind(prod, "ConfigMap")}  # local-config
+    (ingress,) = of_kind(prod, "Ingress")
+    host = PROD_SETTINGS["PUBLIC_HOST"]
+    assert [rule["host"] for rule in ingress["spec"]["rules"]] == [host]
+    assert ingress["spec"]["tls"] == [{"hosts": [host], "secretName": "petstore-tls"}]
+
+
 def test_overlays_compose_every_base_folder(overlays: dict[str, list[Doc]]) -> None:
     for name, docs in overlays.items():
         apps = {pod_labels(w)["app.kubernetes.io/name"] for w in workloads(docs)}
-        assert apps == {*APPS, "mongodb"}, name
+        assert apps == ({*APPS, "mongodb"} if name == "dev" else set(APPS)), name
         assert of_kind(docs, "NetworkPolicy"), name
         assert of_kind(docs, "Ingress"), name
 

@@ -11,18 +11,28 @@ Three modes, chosen by PETSTORE_E2E_MODE:
   PETSTORE_E2E_BASE_URL (a `kubectl port-forward` on 127.0.0.1), its static key the first of
   PETSTORE_API_KEYS; services stopped and started with kubectl in PETSTORE_K8S_NAMESPACE.
 The same tests run in all; `control` stops and starts one service in either.
+
+Version skew (`make e2e-skew`): in process mode, PETSTORE_E2E_PREVIOUS names one deployable
+(`pet-service`, `order-service`, `user-service`, `gateway`) that runs its previous release
+(deploy/releases.toml) while the others run the working tree. A test of something newer than
+that release says so with `@pytest.mark.since("pet-service", "1.1.0")`, and is skipped, with
+that reason, in the runs where that deployable is older.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from aiohttp import ClientSession, ClientTimeout
+from packaging.version import Version
 
+from petstore_devstack.releases import DEPLOYABLES, Deployable, export, previous_release
 from petstore_devstack.stack import Stack
 from tests.e2e.callers import Cast, make_cast
 from tests.e2e.client import Api
@@ -44,6 +54,27 @@ E2E_ENV = {
 """The suite comes from one address with one key: rate limits roomy enough not to get in its way."""
 REPO_ROOT = Path(__file__).resolve().parents[2]
 E2E_MODE = os.environ.get("PETSTORE_E2E_MODE", "process")
+PREVIOUS = os.environ.get("PETSTORE_E2E_PREVIOUS", "")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if PREVIOUS and (PREVIOUS not in DEPLOYABLES or E2E_MODE != "process"):
+        raise pytest.UsageError(
+            f"PETSTORE_E2E_PREVIOUS={PREVIOUS!r}: one of {', '.join(DEPLOYABLES)}, in process mode"
+        )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Skip, saying why, the tests of what the deployable running its previous release lacks."""
+    if not PREVIOUS:
+        return
+    previous = previous_release(DEPLOYABLES[PREVIOUS])
+    for item in items:
+        for marker in item.iter_markers("since"):
+            name, version = marker.args
+            if name == PREVIOUS and Version(previous.version) < Version(version):
+                reason = f"{name} {previous.version} (its previous release) predates {version}"
+                item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.fixture(scope="session")
@@ -68,11 +99,31 @@ def process_control(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proces
         log_dir=tmp_path_factory.mktemp("stack-logs"),
         extra_env=E2E_ENV,
     )
+    if PREVIOUS:
+        run_previous_release(stack, DEPLOYABLES[PREVIOUS], tmp_path_factory.mktemp("previous-release"))
     stack.start()
     try:
         yield ProcessControl(stack)
     finally:
         stack.stop()
+
+
+def run_previous_release(stack: Stack, deployable: Deployable, where: Path) -> None:
+    """That deployable's process runs its previous release's code (with this environment's
+    packages); checked, since a path that did not take would test the working tree twice."""
+    release = previous_release(deployable)
+    python_path = os.pathsep.join(str(path) for path in export(release, deployable, where))
+    spec = stack.processes[deployable.process]
+    spec.env["PYTHONPATH"] = python_path
+    imported = subprocess.run(
+        [sys.executable, "-c", f"import {spec.module}; print({spec.module}.__file__)"],
+        env={**os.environ, "PYTHONPATH": python_path},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert imported.startswith(str(where)), f"{spec.module} came from {imported}, not the previous release"
+    print(f"e2e: {deployable.name} runs its previous release {release.version} ({release.commit[:12]})")
 
 
 # --- compose mode: pytest-docker's fixtures, pointed at the repository's compose file ------

@@ -1,0 +1,238 @@
+"""Releases: the gateway and each service has a version of its own, in its pyproject.toml (the
+version its next image is tagged with), and deploy/releases.toml lists what was released, for
+each of them: every version and the commit it was built from, oldest first. The last entry is
+its *previous release*, the one the version-skew runs put beside the working tree of the
+others (`make e2e-skew`) and the k3s run rolls forward from (`make e2e-k8s`): defined here, so a
+fresh clone finds it without fetching tags.
+
+`check()` holds the rules `make test` enforces: a version only grows, and a deployable whose
+shipped files (its own source and Dockerfile, the shared code and the contract) changed since
+its last release carries a newer version than that release.
+
+    python -m petstore_devstack.releases check
+    python -m petstore_devstack.releases previous pet-service      # prints: 1.0.0 <commit>
+    python -m petstore_devstack.releases export pet-service DIR    # prints its PYTHONPATH
+    python -m petstore_devstack.releases tags pet-service          # 1.1.0 1.1.0-<commit> HEAD
+    python -m petstore_devstack.releases tags --previous pet-service
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import subprocess
+import sys
+import tarfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+MANIFEST = Path("deploy/releases.toml")
+SHARED_PATHS = (
+    "common/src",
+    "common/pyproject.toml",
+    "protos/petstore",
+    "protos/python",
+    "deploy/docker/healthcheck.py",
+)
+"""Shipped in every image: a change here is a change of every deployable."""
+
+
+@dataclass(frozen=True, slots=True)
+class Deployable:
+    name: str
+    """Its folder, image and Kubernetes name: `pet-service`, ..., `gateway`."""
+    process: str
+    """Its name in the local stack (petstore_devstack.stack): `pet`, ..., `gateway`."""
+
+    @property
+    def shipped_paths(self) -> tuple[str, ...]:
+        return (f"{self.name}/src", f"{self.name}/pyproject.toml", f"{self.name}/Dockerfile", *SHARED_PATHS)
+
+    def python_path(self, root: Path) -> list[Path]:
+        """Where its code and the code it shares lie in a tree rooted at `root`."""
+        return [root / self.name / "src", root / "common" / "src", root / "protos" / "python"]
+
+
+DEPLOYABLES = {
+    d.name: d
+    for d in (
+        Deployable("pet-service", "pet"),
+        Deployable("order-service", "order"),
+        Deployable("user-service", "user"),
+        Deployable("gateway", "gateway"),
+    )
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    version: str
+    commit: str
+
+
+class ReleaseError(Exception):
+    pass
+
+
+def _git(root: Path, *args: str) -> bytes:
+    result = subprocess.run(["git", *args], cwd=root, capture_output=True, check=False)
+    if result.returncode != 0:
+        raise ReleaseError(f"git {' '.join(args)}: {result.stderr.decode(errors='replace').strip()}")
+    return result.stdout
+
+
+def current_version(deployable: Deployable, root: Path = REPO_ROOT) -> str:
+    with (root / deployable.name / "pyproject.toml").open("rb") as file:
+        return str(tomllib.load(file)["project"]["version"])
+
+
+def releases(deployable: Deployable, root: Path = REPO_ROOT) -> list[Release]:
+    """Its releases, oldest first."""
+    with (root / MANIFEST).open("rb") as file:
+        entries = tomllib.load(file).get(deployable.name, [])
+    return [Release(str(entry["version"]), str(entry["commit"])) for entry in entries]
+
+
+def previous_release(deployable: Deployable, root: Path = REPO_ROOT) -> Release:
+    found = releases(deployable, root)
+    if not found:
+        raise ReleaseError(f"{MANIFEST} lists no release of {deployable.name}")
+    return found[-1]
+
+
+def changed_since(release: Release, deployable: Deployable, root: Path = REPO_ROOT) -> list[str]:
+    """Its shipped files that differ between the release's commit and the working tree
+    (uncommitted and untracked files included)."""
+    paths = deployable.shipped_paths
+    changed = _git(root, "diff", "--name-only", release.commit, "--", *paths).decode().split()
+    untracked = _git(root, "ls-files", "--others", "--exclude-standard", "--", *paths).decode().split()
+    return sorted({*changed, *untracked})
+
+
+def _is_commit(root: Path, commit: str) -> bool:
+    try:
+        return _git(root, "cat-file", "-t", commit).strip() == b"commit"
+    except ReleaseError:
+        return False
+
+
+def _parse(text: str, where: str) -> Version:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        raise ReleaseError(f"{where}: {text!r} is not a version") from None
+
+
+def check(root: Path = REPO_ROOT) -> list[str]:
+    """Every broken release rule, as a sentence; [] when all hold."""
+    shallow = _git(root, "rev-parse", "--is-shallow-repository").strip() == b"true"
+    problems: list[str] = []
+    for deployable in DEPLOYABLES.values():
+        try:
+            current = _parse(current_version(deployable, root), f"{deployable.name}/pyproject.toml")
+            history = releases(deployable, root)
+            if not history:
+                problems.append(f"{MANIFEST} lists no release of {deployable.name}")
+                continue
+            versions = [_parse(r.version, f"{MANIFEST} [{deployable.name}]") for r in history]
+            if versions != sorted(set(versions)):
+                problems.append(f"{MANIFEST}: the releases of {deployable.name} must grow, oldest first")
+            missing = [r for r in history if not _is_commit(root, r.commit)]
+            for release in missing:
+                hint = " (a shallow clone: `git fetch --unshallow`)" if shallow else ""
+                problems.append(f"{deployable.name} {release.version}: no commit {release.commit} here{hint}")
+            if missing:
+                continue
+            last = history[-1]
+            if current < versions[-1]:
+                problems.append(f"{deployable.name} is {current}, older than its last release {last.version}")
+            elif current == versions[-1] and (changed := changed_since(last, deployable, root)):
+                problems.append(
+                    f"{deployable.name} changed since its release {last.version} ({', '.join(changed[:5])}"
+                    f"{', ...' if len(changed) > 5 else ''}): give it a newer version in "
+                    f"{deployable.name}/pyproject.toml"
+                )
+        except ReleaseError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+def export(release: Release, deployable: Deployable, dest: Path, root: Path = REPO_ROOT) -> list[Path]:
+    """Write the release's shipped files under `dest`; returns the PYTHONPATH that runs it."""
+    # Only the paths the commit has: a path added to the shipped ones later is not an error.
+    present = (
+        _git(root, "ls-tree", "--name-only", release.commit, "--", *deployable.shipped_paths).decode().split()
+    )
+    archive = _git(root, "archive", "--format=tar", release.commit, "--", *present)
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(dest, filter="data")
+    return deployable.python_path(dest)
+
+
+def image_tags(
+    deployable: Deployable, *, previous: bool = False, root: Path = REPO_ROOT
+) -> tuple[str, str, str]:
+    """(version, version-commit, commit to build from) of the working tree (commit HEAD, and
+    `-dirty` after it in the tag when its shipped files have uncommitted changes), or of its
+    previous release."""
+    if previous:
+        release = previous_release(deployable, root)
+        return release.version, f"{release.version}-{release.commit[:12]}", release.commit
+    head = _git(root, "rev-parse", "HEAD").decode().strip()
+    dirty = _git(root, "status", "--porcelain", "--", *deployable.shipped_paths).strip()
+    version = current_version(deployable, root)
+    return version, f"{version}-{head[:12]}{'-dirty' if dirty else ''}", "HEAD"
+
+
+def _deployable(name: str) -> Deployable:
+    try:
+        return DEPLOYABLES[name]
+    except KeyError:
+        raise SystemExit(f"unknown deployable {name!r}: one of {', '.join(DEPLOYABLES)}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m petstore_devstack.releases", description=__doc__.split("\n\n")[0]
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("check", help="the release rules hold (make test)")
+    previous = commands.add_parser("previous", help="a deployable's previous release: version and commit")
+    previous.add_argument("deployable", choices=DEPLOYABLES)
+    exporting = commands.add_parser("export", help="write a deployable's previous release under DIR")
+    exporting.add_argument("deployable", choices=DEPLOYABLES)
+    exporting.add_argument("dest", type=Path)
+    tags = commands.add_parser("tags", help="image tags and the commit to build from (make images)")
+    tags.add_argument("--previous", action="store_true", help="of its previous release")
+    tags.add_argument("deployable", choices=DEPLOYABLES)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "check":
+            problems = check()
+            for problem in problems:
+                print(f"releases: {problem}", file=sys.stderr)
+            if not problems:
+                print(f"releases: {', '.join(f'{n} {current_version(d)}' for n, d in DEPLOYABLES.items())}")
+            return 1 if problems else 0
+        deployable = _deployable(args.deployable)
+        if args.command == "tags":
+            print(*image_tags(deployable, previous=args.previous))
+            return 0
+        release = previous_release(deployable)
+        if args.command == "previous":
+            print(release.version, release.commit)
+        else:
+            print(":".join(str(path) for path in export(release, deployable, args.dest)))
+    except ReleaseError as exc:
+        print(f"releases: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,141 @@
+"""The release rules, on a throw-away repository laid out as this one, and on this one."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from petstore_devstack.releases import (
+    DEPLOYABLES,
+    MANIFEST,
+    check,
+    current_version,
+    export,
+    image_tags,
+    previous_release,
+)
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def set_version(root: Path, name: str, version: str) -> None:
+    (root / name / "pyproject.toml").write_text(f'[project]\nname = "{name}"\nversion = "{version}"\n')
+
+
+def write_manifest(root: Path, entries: dict[str, list[tuple[str, str]]]) -> None:
+    text = "".join(
+        f'[[{name}]]\nversion = "{version}"\ncommit = "{commit}"\n\n'
+        for name, releases in entries.items()
+        for version, commit in releases
+    )
+    (root / MANIFEST).write_text(text)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> tuple[Path, str]:
+    """Every deployable at 1.0.0, released at the first commit; returns (root, that commit)."""
+    root = tmp_path / "repo"
+    for name in DEPLOYABLES:
+        (root / name / "src").mkdir(parents=True)
+        (root / name / "src" / "code.py").write_text("VALUE = 1\n")
+        set_version(root, name, "1.0.0")
+    (root / "common" / "src").mkdir(parents=True)
+    (root / "common" / "src" / "shared.py").write_text("SHARED = 1\n")
+    (root / "deploy").mkdir()
+    (root / "README.md").write_text("docs\n")
+    git(root.parent, "init", "-q", "-b", "main", str(root))
+    git(
+        root,
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.com",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "empty",
+    )
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "first")
+    first = git(root, "rev-parse", "HEAD")
+    write_manifest(root, {name: [("1.0.0", first)] for name in DEPLOYABLES})
+    return root, first
+
+
+def test_this_repositorys_releases_follow_the_rules() -> None:
+    assert check() == []
+
+
+def test_released_and_unchanged_is_fine_and_docs_do_not_count(repo: tuple[Path, str]) -> None:
+    root, _ = repo
+    (root / "README.md").write_text("more docs\n")
+    assert check(root) == []
+
+
+def test_a_service_changed_since_its_release_must_carry_a_newer_version(repo: tuple[Path, str]) -> None:
+    root, _ = repo
+    (root / "pet-service" / "src" / "code.py").write_text("VALUE = 2\n")
+    problems = check(root)
+    assert len(problems) == 1
+    assert "pet-service changed since its release 1.0.0 (pet-service/src/code.py)" in problems[0]
+    set_version(root, "pet-service", "1.1.0")
+    assert check(root) == []
+
+
+def test_a_change_to_shared_code_is_a_change_of_every_deployable(repo: tuple[Path, str]) -> None:
+    root, _ = repo
+    (root / "common" / "src" / "new_module.py").write_text("NEW = 1\n")  # untracked counts too
+    assert sorted(problem.split()[0] for problem in check(root)) == sorted(DEPLOYABLES)
+
+
+def test_a_version_never_goes_back(repo: tuple[Path, str]) -> None:
+    root, _ = repo
+    set_version(root, "user-service", "0.9.0")
+    assert check(root) == ["user-service is 0.9.0, older than its last release 1.0.0"]
+
+
+def test_releases_are_listed_oldest_first_and_name_commits_that_exist(repo: tuple[Path, str]) -> None:
+    root, first = repo
+    entries = {name: [("1.0.0", first)] for name in DEPLOYABLES}
+    entries["gateway"] = [("1.0.0", first), ("0.5.0", first)]
+    entries["order-service"] = [("1.0.0", "0" * 40)]
+    write_manifest(root, entries)
+    problems = check(root)
+    assert any("the releases of gateway must grow" in p for p in problems)
+    assert any(p.startswith(f"order-service 1.0.0: no commit {'0' * 40} here") for p in problems)
+
+
+def test_export_writes_the_released_code_not_the_working_trees(
+    repo: tuple[Path, str], tmp_path: Path
+) -> None:
+    root, _ = repo
+    (root / "pet-service" / "src" / "code.py").write_text("VALUE = 2\n")
+    set_version(root, "pet-service", "1.1.0")
+    deployable = DEPLOYABLES["pet-service"]
+    release = previous_release(deployable, root)
+    path = export(release, deployable, tmp_path / "previous", root)
+    assert path[0] == tmp_path / "previous" / "pet-service" / "src"
+    assert (path[0] / "code.py").read_text() == "VALUE = 1\n"
+    assert (path[1] / "shared.py").exists()
+    assert current_version(deployable, tmp_path / "previous") == "1.0.0"
+    assert not (tmp_path / "previous" / "gateway").exists()
+
+
+def test_images_are_tagged_with_the_version_and_the_commit_dirty_when_shipped_files_changed(
+    repo: tuple[Path, str],
+) -> None:
+    root, first = repo
+    pet = DEPLOYABLES["pet-service"]
+    head = git(root, "rev-parse", "HEAD")
+    assert image_tags(pet, root=root) == ("1.0.0", f"1.0.0-{head[:12]}", "HEAD")
+    (root / "README.md").write_text("more docs\n")  # not shipped
+    assert image_tags(pet, root=root)[1] == f"1.0.0-{head[:12]}"
+    (root / "pet-service" / "src" / "code.py").write_text("VALUE = 2\n")
+    set_version(root, "pet-service", "1.1.0")
+    assert image_tags(pet, root=root) == ("1.1.0", f"1.1.0-{head[:12]}-dirty", "HEAD")
+    assert image_tags(pet, previous=True, root=root) == ("1.0.0", f"1.0.0-{first[:12]}", first)
