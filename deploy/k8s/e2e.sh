@@ -7,16 +7,18 @@
 #                 (reused when present), and its containerd template (restrict_oom_score_adj)
 #   3. engine     a Docker engine (deploy/compose/engine.sh), to build images; stopped right
 #                 after when this run started it
-#   4. images     pause (pause.c) and CoreDNS v1.12.0 (cached by version), our four images and
-#                 the FerretDB stand-in (deploy/compose/images.sh + compose build), saved as
-#                 tarballs k3s imports at start
+#   4. images     pause (pause.c) and CoreDNS v1.12.0 (cached by version), our four images
+#                 (deploy/images.sh: the working tree's, and pet-service's previous release)
+#                 and the FerretDB stand-in (deploy/compose/images.sh), saved as tarballs k3s
+#                 imports at start
 #   5. cluster    the machine's network state recorded; k3s started with its data under a
 #                 temporary directory, its PID recorded
-#   6. apply      namespace + Secrets once, then each team's folder alone (pet, order, user,
-#                 gateway), then deploy/k8s/overlays/e2e (dev + the FerretDB stand-in); every
-#                 Deployment and the database Available
+#   6. apply      deploy/k8s/README.md's blocks as written there (namespace and Secrets, each
+#                 team's folder alone, the rollout check), with deploy/k8s/overlays/e2e (dev +
+#                 the FerretDB stand-in) between the last two; every Deployment Available
 #   7. suite      tests/e2e through `kubectl port-forward` to the gateway on 127.0.0.1, then
-#                 tests/k8s (redeploy under load, three pet pods, Pod Security, policies)
+#                 tests/k8s (pet-service rolled back to its previous release and forward
+#                 again under load, three pet pods, Pod Security, policies)
 #   8. stop       pods, k3s and the shims it left stopped by PID; mounts, links, routes,
 #                 iptables rules, ipsets and paths restored and compared with the record
 #
@@ -42,8 +44,22 @@ source "$ROOT/deploy/host-state.sh"
 NAMESPACE=petstore
 GATEWAY_LOCAL="${GATEWAY_LOCAL:-127.0.0.1:18081}"
 [[ "$GATEWAY_LOCAL" == 127.* ]] || die "GATEWAY_LOCAL must be on 127.0.0.0/8: the tests send traffic only there"
-export PETSTORE_API_KEYS="${PETSTORE_API_KEYS:-e2e-static-key-0123456789}"
-export PETSTORE_SESSION_SECRET="${PETSTORE_SESSION_SECRET:-$(head -c 36 /dev/urandom | base64 | tr -d '\n/+=')}"
+
+readme_block() { # name: the ```sh block after "<!-- e2e-k8s: name -->" in deploy/k8s/README.md
+  awk -v marker="<!-- e2e-k8s: $1 -->" '
+    $0 == marker { found = 1; next }
+    found && /^```sh$/ { inside = 1; next }
+    inside && /^```$/ { exit }
+    inside { print }' deploy/k8s/README.md
+}
+run_readme_block() { # name: run it in this shell, as a reader pastes it (what it exports stays)
+  local block
+  block="$(readme_block "$1")"
+  [[ -n "$block" ]] || die "deploy/k8s/README.md has no block marked <!-- e2e-k8s: $1 -->"
+  echo "deploy/k8s/README.md, block '$1':"
+  sed 's/^/  | /' <<<"$block"
+  eval "$block"
+}
 
 RUN="$(mktemp -d /tmp/petstore-k3s.XXXXXX)"
 IMAGE_TARS="$RUN/images"
@@ -88,7 +104,6 @@ ENGINE_STARTED="$("$ENGINE" start | sed -n 's/^STARTED=//p')"
 
 step images
 k3s_images
-find_compose || die "Docker Compose is not available and could not be built with Go"
 decisions="$(PETSTORE_E2E_DATABASE=ferretdb deploy/compose/images.sh)"
 FERRETDB_IMAGE="petstore/ferretdb-standin:$("$VENV/bin/python" -c 'from petstore_devstack.ferretdb import VERSION; print(VERSION)')"
 grep -q '^DATABASE=ferretdb$' <<<"$decisions" || die "images.sh did not build the FerretDB stand-in"
@@ -96,16 +111,18 @@ grep -q "image: $FERRETDB_IMAGE\$" deploy/k8s/overlays/e2e/ferretdb-standin.yaml
   die "deploy/k8s/overlays/e2e names another FerretDB image than $FERRETDB_IMAGE"
 LOGS="${PETSTORE_CACHE_DIR:-$ROOT/.cache}/e2e-k8s"
 mkdir -p "$LOGS" "$IMAGE_TARS"
-COMPOSE_FILE="$ROOT/docker-compose.yml" "${COMPOSE[@]}" build >"$LOGS/build.log" 2>&1 || {
-  tail -n 40 "$LOGS/build.log" >&2
-  die "compose build failed (the whole log: $LOGS/build.log)"
-}
-# The team folders name tag 1.0.0, the overlays `dev`: both tags, one image each.
+# The pet team's previous release (deploy/releases.toml), which tests/k8s/test_redeploy.py rolls
+# back to and forward from under load, then the working tree's four (its tag <version> last,
+# so it names the working tree's build when the two versions are the same).
 ours=("$FERRETDB_IMAGE")
-for service in pet-service order-service user-service gateway; do
-  docker tag "petstore/$service:dev" "petstore/$service:1.0.0"
-  ours+=("petstore/$service:dev" "petstore/$service:1.0.0")
-done
+{
+  PY="$VENV/bin/python" PREVIOUS=1 deploy/images.sh pet-service
+  PY="$VENV/bin/python" deploy/images.sh
+} >"$LOGS/images.txt" 2>"$LOGS/build.log" || {
+  tail -n 40 "$LOGS/build.log" >&2
+  die "building the images failed (the whole log: $LOGS/build.log)"
+}
+mapfile -t -O 1 ours <"$LOGS/images.txt"
 docker save -o "$IMAGE_TARS/petstore.tar" "${ours[@]}"
 echo "images: ${ours[*]} ($(du -h "$IMAGE_TARS/petstore.tar" | cut -f1))"
 if [[ "$ENGINE_STARTED" == 1 ]]; then
@@ -118,22 +135,14 @@ net_state "$BEFORE"
 k3s_start "$RUN"
 
 step apply
-kubectl apply -f deploy/k8s/overlays/dev/namespace.yaml
-kubectl -n "$NAMESPACE" create secret generic petstore-session --from-literal=session-secret="$PETSTORE_SESSION_SECRET"
-kubectl -n "$NAMESPACE" create secret generic petstore-api-keys --from-literal=api-keys="$PETSTORE_API_KEYS"
-for s in pet order user; do # the FerretDB stand-in: a standalone server, no replica set
-  kubectl -n "$NAMESPACE" create secret generic "$s-service-mongodb" \
-    --from-literal=uri="mongodb://mongodb-0.mongodb:27017/petstore_$s"
-done
-for team in pet-service order-service user-service gateway; do
-  echo "applying deploy/k8s/base/$team alone"
-  kubectl apply -k "deploy/k8s/base/$team"
-done
+# The newcomer's path (deploy/k8s/README.md), block by block as written there: the namespace
+# and the Secrets (the staff key it exports is the suite's), each team's folder alone; then the
+# e2e overlay (the dev overlay with the FerretDB stand-in for the database).
+run_readme_block secrets
+run_readme_block apply
 kubectl apply -k deploy/k8s/overlays/e2e
 kubectl -n "$NAMESPACE" rollout status statefulset/mongodb --timeout=180s
-for team in pet-service order-service user-service gateway; do
-  kubectl -n "$NAMESPACE" rollout status "deployment/$team" --timeout=240s
-done
+run_readme_block check
 kubectl -n "$NAMESPACE" wait --for=condition=Available deployment --all --timeout=120s
 kubectl -n kube-system wait --for=condition=Available deployment/coredns --timeout=120s
 kubectl -n "$NAMESPACE" get pods -o wide
