@@ -1,6 +1,7 @@
 """The watcher against a fake stream: live only after the first message, changes applied in
 order; any loss (error, end, silence) stops the cache serving until a new stream is live, which
-keeps the entries only when it resumed where the last one stopped."""
+keeps the entries only when it resumed where the last one stopped. Silence is timed by the
+heartbeat the stream announces, else by the fallback."""
 
 from __future__ import annotations
 
@@ -48,7 +49,12 @@ class FakeStream:
         return True
 
     def send(
-        self, *changes: tuple[int, int, bool], epoch: str = "", sequence: int = 0, resumed: bool = False
+        self,
+        *changes: tuple[int, int, bool],
+        epoch: str = "",
+        sequence: int = 0,
+        resumed: bool = False,
+        heartbeat_ms: int = 0,  # 0: a pet service from before the announcement
     ) -> None:
         self.messages.put_nowait(
             pet_service_pb2.WatchPetsResponse(
@@ -56,6 +62,7 @@ class FakeStream:
                 epoch=epoch,
                 sequence=sequence,
                 resumed=resumed,
+                heartbeat_ms=heartbeat_ms,
             )
         )
 
@@ -89,15 +96,24 @@ def cache() -> PetCache:
     return PetCache(max_entries=100, max_bytes=1 << 20)
 
 
+@contextlib.asynccontextmanager
+async def watching(cache: PetCache, *, fallback_silence_seconds: float) -> AsyncIterator[Streams]:
+    streams = Streams()
+    watcher = PetWatcher(cache, streams.open, fallback_silence_seconds=fallback_silence_seconds)
+    task = asyncio.create_task(watcher.run())
+    try:
+        yield streams
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert not cache.live  # stopping forgets everything too
+
+
 @pytest.fixture
 async def streams(cache: PetCache) -> AsyncIterator[Streams]:
-    streams = Streams()
-    task = asyncio.create_task(PetWatcher(cache, streams.open, silence_seconds=0.3).run())
-    yield streams
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-    assert not cache.live  # stopping forgets everything too
+    async with watching(cache, fallback_silence_seconds=0.3) as streams:
+        yield streams
 
 
 async def until(condition: Any) -> None:
@@ -211,6 +227,39 @@ async def test_a_reconnect_that_fails_again_is_told_once_at_info(
     ]
 
 
+async def test_a_stream_is_lost_after_three_of_the_heartbeats_it_announces(cache: PetCache) -> None:
+    loop = asyncio.get_running_loop()
+    async with watching(cache, fallback_silence_seconds=30) as streams:  # far longer than the test
+        stream = await streams.next()
+        started = loop.time()
+        stream.send(heartbeat_ms=20)  # the first message already sets the limit
+        await until(lambda: cache.live)
+        await until(lambda: not cache.live)
+        silent = loop.time() - started
+        assert stream.cancelled
+    assert 0.055 < silent < 1.0  # 3 x 20 ms, not the fallback's 30 s
+
+
+async def test_a_stream_that_announces_no_heartbeat_is_timed_by_the_fallback(cache: PetCache) -> None:
+    loop = asyncio.get_running_loop()
+    async with watching(cache, fallback_silence_seconds=1.0) as streams:
+        announcing = await streams.next()
+        started = loop.time()
+        announcing.send(heartbeat_ms=20)
+        await until(lambda: cache.live)
+        await until(lambda: not cache.live)
+        assert loop.time() - started < 0.5  # well before the fallback: the announcement counts
+        older = await streams.next()  # the reconnect reached a pet service of an older release
+        started = loop.time()
+        older.send()
+        await until(lambda: cache.live)
+        await asyncio.sleep(0.3)  # many times 3 x 20 ms: that stream's limit is not this one's
+        assert cache.live
+        await until(lambda: not cache.live)
+        silent = loop.time() - started
+    assert 0.95 < silent < 4.0  # the fallback
+
+
 async def test_a_resume_the_service_cannot_honour_forgets_the_cache(
     cache: PetCache, streams: Streams, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -242,7 +291,7 @@ async def test_a_service_that_cannot_stream_changes_is_read_through_and_asked_ag
 async def test_a_stop_that_comes_with_a_message_still_stops(cache: PetCache) -> None:
     streams = Streams()
     # A silence far longer than the test: only honouring the cancellation can end the task.
-    task = asyncio.create_task(PetWatcher(cache, streams.open, silence_seconds=30).run())
+    task = asyncio.create_task(PetWatcher(cache, streams.open, fallback_silence_seconds=30).run())
     stream = await streams.next()
     stream.send()
     await until(lambda: cache.live)

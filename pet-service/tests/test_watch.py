@@ -132,6 +132,22 @@ async def test_a_quiet_watch_sends_heartbeats(stub: PetServiceAsyncStub) -> None
     stream.cancel()
 
 
+async def test_every_watch_message_announces_the_heartbeat_the_service_keeps(
+    stub: PetServiceAsyncStub,
+) -> None:
+    stream = stub.WatchPets(pet_service_pb2.WatchPetsRequest())
+    async with asyncio.timeout(5):
+        first = await read(stream)
+        heartbeat = await read(stream)  # nothing changed: the 0.05 s heartbeat
+        await create(stub)
+        change = await read(stream)
+        while not change.changes:  # heartbeats sent while the pet was being created
+            change = await read(stream)
+    assert list(heartbeat.changes) == []
+    assert [m.heartbeat_ms for m in (first, heartbeat, change)] == [50, 50, 50]
+    stream.cancel()
+
+
 async def test_stopping_ends_watch_streams_at_once_instead_of_waiting_out_the_grace(
     store: MemoryPetStore,
 ) -> None:

@@ -103,7 +103,7 @@ async def _pet_watch(app: web.Application) -> AsyncIterator[None]:
     watcher = PetWatcher(
         cache,
         lambda request: app[CLIENTS].pet.WatchPets(request),
-        silence_seconds=app[SETTINGS].pet_watch_silence_seconds,
+        fallback_silence_seconds=app[SETTINGS].pet_watch_silence_seconds,
     )
     task = asyncio.create_task(watcher.run())
     yield

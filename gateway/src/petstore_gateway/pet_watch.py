@@ -2,7 +2,12 @@
 from the cache (reading through) whenever the stream is not known to be up. A broken stream is
 reopened asking to resume after the last message applied: when the service still has every
 change since, the cache keeps its entries (a connection that ages out every 30 s would
-otherwise empty it each time); else it forgets them."""
+otherwise empty it each time); else it forgets them.
+
+A stream is also lost when it falls silent for SILENCE_MULTIPLE of the heartbeats its last
+message announced (heartbeat_ms), so the limit follows the pet service actually reached, of
+whichever release. Before a stream's first message, and while it announces none (a pet service
+from before heartbeat_ms), the fallback limit applies: the PET_WATCH_SILENCE_SECONDS setting."""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from typing import Any, Protocol
 import grpc
 
 from petstore.pet.v1 import pet_service_pb2
+from petstore_common.watch import SILENCE_MULTIPLE
 from petstore_gateway.pet_cache import PetCache
 
 log = logging.getLogger(__name__)
@@ -36,11 +42,12 @@ OpenStream = Callable[[pet_service_pb2.WatchPetsRequest], WatchStream]
 
 
 class PetWatcher:
-    def __init__(self, cache: PetCache, open_stream: OpenStream, *, silence_seconds: float) -> None:
+    def __init__(self, cache: PetCache, open_stream: OpenStream, *, fallback_silence_seconds: float) -> None:
         self._cache = cache
         self._open_stream = open_stream
-        self._silence_seconds = silence_seconds
-        """A stream quiet for longer (no change, no heartbeat) is taken for dead."""
+        self._fallback_silence_seconds = fallback_silence_seconds
+        """A stream quiet for longer (no change, no heartbeat) is taken for dead while it has
+        announced no heartbeat: before its first message, or from an older pet service."""
         self.streams_opened = 0
         self._failures = 0
         self._unsupported_told = False
@@ -72,8 +79,11 @@ class PetWatcher:
             self._lose()
             return UNSUPPORTED_RETRY_SECONDS
         self.streams_opened += 1
+        # Per stream: a reconnect may reach another replica, of another release.
+        silence = self._fallback_silence_seconds
         try:
-            first = await self._read(stream)  # live from here on
+            first = await self._read(stream, silence)  # live from here on
+            silence = self._silence_after(first)
             self._apply(first)  # a resumed stream's first message holds the changes missed
             held = self._cache.size[0]
             self._cache.go_live(resumed=first.resumed)  # else every entry is forgotten
@@ -81,7 +91,9 @@ class PetWatcher:
             self._failures = 0
             self._unsupported_told = False
             while True:
-                self._apply(await self._read(stream))
+                message = await self._read(stream, silence)
+                silence = self._silence_after(message)
+                self._apply(message)
         except grpc.aio.AioRpcError as exc:
             if exc.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.UNIMPLEMENTED):
                 self._lose()
@@ -128,19 +140,25 @@ class PetWatcher:
             self._cache.changed(change.id, change.version, deleted=change.deleted)
         self._position = (message.epoch, message.sequence) if message.epoch else None
 
+    def _silence_after(self, message: pet_service_pb2.WatchPetsResponse) -> float:
+        """The silence after `message` that loses its stream."""
+        if not message.heartbeat_ms:  # not announced: a pet service from before heartbeat_ms
+            return self._fallback_silence_seconds
+        return SILENCE_MULTIPLE * message.heartbeat_ms / 1000
+
     def _lose(self) -> None:
         self._cache.lose()
         self._position = None
 
-    async def _read(self, stream: WatchStream) -> pet_service_pb2.WatchPetsResponse:
+    async def _read(self, stream: WatchStream, silence: float) -> pet_service_pb2.WatchPetsResponse:
         # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancellation that comes
         # in the same turn as the message (cpython#86296), and the stopping gateway then kept
         # following the stream, heartbeat after heartbeat, instead of exiting.
         try:
-            async with asyncio.timeout(self._silence_seconds):
+            async with asyncio.timeout(silence):
                 message = await stream.read()
         except TimeoutError:
-            raise _StreamEnded(f"nothing heard for {self._silence_seconds} s") from None
+            raise _StreamEnded(f"nothing heard for {silence:g} s") from None
         if not isinstance(message, pet_service_pb2.WatchPetsResponse):
             raise _StreamEnded("the stream ended")
         return message

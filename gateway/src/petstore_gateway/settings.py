@@ -72,7 +72,10 @@ class GatewaySettings:
     pet_cache_max_bytes: int = 16 * 1024 * 1024
     """Bytes the read cache holds at most (bodies plus a fixed cost per entry)."""
     pet_watch_silence_seconds: float = SILENCE_SECONDS
-    """A WatchPets stream silent this long (no change, no heartbeat) is lost."""
+    """The fallback silence limit: a WatchPets stream silent this long (no change, no heartbeat)
+    is lost before its first message, or when the pet service announces no heartbeat (a release
+    from before heartbeat_ms). Once a stream announces its heartbeat, SILENCE_MULTIPLE of it is
+    the limit instead: the stream, not this setting, says how often the service speaks."""
     workers: int = 1
     """Gateway processes sharing the listen port (SO_REUSEPORT), each with its own cache."""
     metrics_port: int = 0

@@ -50,6 +50,9 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
     ) -> None:
         self._store = store
         self._heartbeat_seconds = heartbeat_seconds
+        # Announced on every WatchPets message, so watchers time silence by this service's own
+        # heartbeat; never 0, which would mean "not announced".
+        self._heartbeat_ms = max(1, round(heartbeat_seconds * 1000))
         self._idempotency = Idempotency(store.idempotency, ttl_seconds=idempotency_ttl_seconds)
         self._decoding = asyncio.Semaphore(DECODES_AT_ONCE)
 
@@ -176,10 +179,10 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
         try:
             async with self._store.changes.subscribe(resume) as subscription:
                 # Live: every later commit follows (after a resumed position, from there on).
-                yield _watch_message(subscription, subscription.drain(), first=True)
+                yield _watch_message(subscription, subscription.drain(), self._heartbeat_ms, first=True)
                 while True:
                     batch = await subscription.next_batch(self._heartbeat_seconds)
-                    yield _watch_message(subscription, batch)
+                    yield _watch_message(subscription, batch, self._heartbeat_ms)
         except ServiceError as exc:
             await context.abort(exc.code, exc.message)
 
@@ -192,11 +195,12 @@ def _check_room_for_a_photo(pet: pet_pb2.Pet) -> None:
 
 
 def _watch_message(
-    subscription: Subscription, batch: list[PetChange], *, first: bool = False
+    subscription: Subscription, batch: list[PetChange], heartbeat_ms: int, *, first: bool = False
 ) -> pet_service_pb2.WatchPetsResponse:
     return pet_service_pb2.WatchPetsResponse(
         changes=[pet_service_pb2.PetChange(id=c.pet_id, version=c.version, deleted=c.deleted) for c in batch],
         epoch=subscription.epoch,
         sequence=subscription.sequence,
         resumed=first and subscription.resumed,
+        heartbeat_ms=heartbeat_ms,
     )

@@ -588,6 +588,7 @@ class WatchPetsResponse(_message.Message):
     EPOCH_FIELD_NUMBER: _builtins.int
     SEQUENCE_FIELD_NUMBER: _builtins.int
     RESUMED_FIELD_NUMBER: _builtins.int
+    HEARTBEAT_MS_FIELD_NUMBER: _builtins.int
     epoch: _builtins.str
     """The feed this stream follows: sequences compare only within one epoch (another replica, a
     restart or a gap in the service's own feed starts a new one).
@@ -597,6 +598,12 @@ class WatchPetsResponse(_message.Message):
     resumed: _builtins.bool
     """First message only: the stream resumes after the request's resume_after; the changes in
     this message and those that follow are every change since, none missed.
+    """
+    heartbeat_ms: _builtins.int
+    """The longest the service lets pass between two messages of this stream (it sends a
+    heartbeat when no change comes sooner), in milliseconds; set on every message. A watcher
+    that hears nothing for a few times this long may take the stream for dead. 0: not
+    announced (a pet service from before this field); the watcher falls back to its own figure.
     """
     @_builtins.property
     def changes(self) -> _containers.RepeatedCompositeFieldContainer[Global___PetChange]:
@@ -609,10 +616,11 @@ class WatchPetsResponse(_message.Message):
         epoch: _builtins.str = ...,
         sequence: _builtins.int = ...,
         resumed: _builtins.bool = ...,
+        heartbeat_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["changes", b"changes", "epoch", b"epoch", "resumed", b"resumed", "sequence", b"sequence"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["changes", b"changes", "epoch", b"epoch", "heartbeat_ms", b"heartbeat_ms", "resumed", b"resumed", "sequence", b"sequence"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

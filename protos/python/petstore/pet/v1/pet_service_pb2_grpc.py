@@ -156,9 +156,10 @@ class PetServiceServicer:
         """Streams the id and version of every pet created, changed or deleted from now on, in commit
         order, whichever replica of the service made the change. The first response says the stream
         is live: every commit after it follows (after a resumed position, the changes since come
-        in it; see WatchPetsRequest). Responses without changes also come
-        every few seconds as heartbeats. The stream ends (UNAVAILABLE) whenever the service might
-        miss a change; it is FAILED_PRECONDITION when the database cannot stream its changes.
+        in it; see WatchPetsRequest). Responses without changes also come as heartbeats, at least
+        every heartbeat_ms (each response says it). The stream ends (UNAVAILABLE) whenever the
+        service might miss a change; it is FAILED_PRECONDITION when the database cannot stream its
+        changes.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -61,9 +61,10 @@ class PetServiceStub:
     """Streams the id and version of every pet created, changed or deleted from now on, in commit
     order, whichever replica of the service made the change. The first response says the stream
     is live: every commit after it follows (after a resumed position, the changes since come
-    in it; see WatchPetsRequest). Responses without changes also come
-    every few seconds as heartbeats. The stream ends (UNAVAILABLE) whenever the service might
-    miss a change; it is FAILED_PRECONDITION when the database cannot stream its changes.
+    in it; see WatchPetsRequest). Responses without changes also come as heartbeats, at least
+    every heartbeat_ms (each response says it). The stream ends (UNAVAILABLE) whenever the
+    service might miss a change; it is FAILED_PRECONDITION when the database cannot stream its
+    changes.
     """
     FindExistingPets: _grpc.UnaryUnaryMultiCallable[_pet_service_pb2.FindExistingPetsRequest, _pet_service_pb2.FindExistingPetsResponse]
     """Which of the given pets exist, read from the store when the call arrives: a pet whose
@@ -106,9 +107,10 @@ class PetServiceAsyncStub(PetServiceStub):
     """Streams the id and version of every pet created, changed or deleted from now on, in commit
     order, whichever replica of the service made the change. The first response says the stream
     is live: every commit after it follows (after a resumed position, the changes since come
-    in it; see WatchPetsRequest). Responses without changes also come
-    every few seconds as heartbeats. The stream ends (UNAVAILABLE) whenever the service might
-    miss a change; it is FAILED_PRECONDITION when the database cannot stream its changes.
+    in it; see WatchPetsRequest). Responses without changes also come as heartbeats, at least
+    every heartbeat_ms (each response says it). The stream ends (UNAVAILABLE) whenever the
+    service might miss a change; it is FAILED_PRECONDITION when the database cannot stream its
+    changes.
     """
     FindExistingPets: _aio.UnaryUnaryMultiCallable[_pet_service_pb2.FindExistingPetsRequest, _pet_service_pb2.FindExistingPetsResponse]  # type: ignore[assignment]
     """Which of the given pets exist, read from the store when the call arrives: a pet whose
@@ -202,9 +204,10 @@ class PetServiceServicer(metaclass=_abc_1.ABCMeta):
         """Streams the id and version of every pet created, changed or deleted from now on, in commit
         order, whichever replica of the service made the change. The first response says the stream
         is live: every commit after it follows (after a resumed position, the changes since come
-        in it; see WatchPetsRequest). Responses without changes also come
-        every few seconds as heartbeats. The stream ends (UNAVAILABLE) whenever the service might
-        miss a change; it is FAILED_PRECONDITION when the database cannot stream its changes.
+        in it; see WatchPetsRequest). Responses without changes also come as heartbeats, at least
+        every heartbeat_ms (each response says it). The stream ends (UNAVAILABLE) whenever the
+        service might miss a change; it is FAILED_PRECONDITION when the database cannot stream its
+        changes.
         """
 
     @_abc_1.abstractmethod
