@@ -15,20 +15,21 @@ INSTALLED := $(VENV)/.installed
 RUN_INSTALLED := $(VENV)/.run-installed
 PIP := $(PY) -m pip install --disable-pip-version-check --progress-bar off
 
-.PHONY: help install install-run run run-demo test lint typecheck protos protos-check unit ferretdb e2e-skew e2e-compose e2e-k8s images deploy-check bench bench-smoke clean
+.PHONY: help install install-run run run-demo test lint typecheck protos protos-check protos-contract unit ferretdb e2e-skew e2e-compose e2e-k8s images deploy-check bench bench-smoke clean
 
 help:
 	@echo "make run          - the whole stack as local processes, gateway on http://127.0.0.1:8080/v2"
 	@echo "                    (installs only what running needs; Ctrl-C stops it)"
 	@echo "make run-demo     - the same, with demo pets, customers and orders loaded"
 	@echo "make test         - everything CI runs (10-20 minutes; see README for what it installs):"
-	@echo "                    lint typecheck protos-check unit deploy-check bench-smoke"
+	@echo "                    lint typecheck protos-check protos-contract unit deploy-check bench-smoke"
 	@echo "make install      - the development environment (.venv from requirements/dev.lock)"
 	@echo "make install-run  - only what running needs (.venv from requirements/run.lock)"
 	@echo "make lint         - ruff check and ruff format --check"
 	@echo "make typecheck    - mypy, one run per project"
 	@echo "make protos       - regenerate the gRPC code from protos/"
 	@echo "make protos-check - fail when the generated gRPC code is stale"
+	@echo "make protos-contract - buf lint, and buf breaking against every previous release's protos"
 	@echo "make unit         - every pytest folder, with FerretDB started for the run"
 	@echo "make ferretdb     - build FerretDB (the MongoDB-wire server for tests) into .cache/"
 	@echo "make deploy-check - offline checks of the Kubernetes manifests, compose file and Dockerfiles"
@@ -79,6 +80,11 @@ protos: install
 
 protos-check: install
 	protos/generate.sh --check
+
+# buf lint, and buf breaking against the protos of every deployable's previous release
+# (protos/buf.yaml holds the rules, deploy/releases.toml the releases).
+protos-contract: install
+	protos/contract.sh
 
 lint: install
 	$(VENV)/bin/ruff check .
@@ -161,7 +167,7 @@ bench: ferretdb
 bench-smoke: ferretdb
 	$(PY) -m petstore_bench --smoke
 
-test: lint typecheck protos-check unit deploy-check bench-smoke
+test: lint typecheck protos-check protos-contract unit deploy-check bench-smoke
 
 clean:
 	rm -rf $(VENV) .cache .mypy_cache .ruff_cache .pytest_cache
