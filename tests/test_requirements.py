@@ -53,15 +53,20 @@ def _requirements(texts: list[str]) -> list[Requirement]:
 def runtime_closure() -> set[str]:
     """Canonical names of every third-party package the run projects need, transitively."""
     ours: dict[str, list[str]] = {}
+    extras: dict[str, dict[str, list[str]]] = {}
     for project in RUN_PROJECTS:
         metadata = tomllib.loads((REPO_ROOT / project / "pyproject.toml").read_text())["project"]
         ours[canonicalize_name(metadata["name"])] = metadata.get("dependencies", [])
+        extras[canonicalize_name(metadata["name"])] = metadata.get("optional-dependencies", {})
     needed: set[str] = set()
     pending = [r for dependencies in ours.values() for r in _requirements(dependencies)]
     while pending:
         requirement = pending.pop()
         name = canonicalize_name(requirement.name)
-        if name in ours or name in needed:
+        if name in ours:  # one of ours, with the extras asked of it
+            pending.extend(r for extra in requirement.extras for r in _requirements(extras[name][extra]))
+            continue
+        if name in needed:
             continue
         needed.add(name)
         try:

@@ -19,7 +19,6 @@ from petstore_common import idempotency as idempotency_module
 from petstore_common.errors import Aborted, AlreadyExists, FailedPrecondition, InvalidArgument, Unavailable
 from petstore_common.idempotency import (
     IN_PROGRESS,
-    LEASE_SECONDS,
     RENEW_INTERVAL_SECONDS,
     REUSED,
     TAKEN_OVER,
@@ -31,9 +30,9 @@ from petstore_common.idempotency import (
     Replay,
     Reservation,
     caller_scope,
-    check_key,
     fingerprint,
 )
+from petstore_common.idempotency_keys import LEASE_SECONDS, check_key
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)

@@ -5,7 +5,7 @@ import math
 import grpc
 import pytest
 
-from petstore_common.idempotency import LEASE_SECONDS
+from petstore_common.idempotency_keys import LEASE_SECONDS
 from petstore_gateway.errors import UNAVAILABLE_RETRY_AFTER, api_error_from_rpc, http_status_for
 
 

@@ -45,22 +45,18 @@ from petstore_common.errors import (
     Aborted,
     AlreadyExists,
     FailedPrecondition,
-    InvalidArgument,
     ServiceError,
     Unavailable,
 )
+from petstore_common.idempotency_keys import LEASE_SECONDS, check_key
 from petstore_common.mongo import KeyedLocks
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TTL_SECONDS = 24 * 3600.0
-LEASE_SECONDS = 1.0
-"""How long a request holds its key past its last renewal: how long a key stays blocked after
-its request died without a word (its process killed, its database gone as it died)."""
 RENEW_INTERVAL_SECONDS = 0.25
 """A running request renews its lease this often: three renewals may be slow or lost before a
 twin can take the key over (and then the fence stops the first from taking effect)."""
-MAX_KEY_CHARS = 255
 PURGE_INTERVAL_SECONDS = 60.0
 
 IN_PROGRESS = "a request with this Idempotency-Key is still being processed; retry later"
@@ -71,17 +67,6 @@ Document = dict[str, Any]
 ResponseT = TypeVar("ResponseT", bound=Message)
 MAX_ID_ATTEMPTS = 64
 """Fresh ids tried before giving up: one is taken only when a client chose it."""
-
-
-def is_valid_key(key: str) -> bool:
-    """1 to 255 characters of visible ASCII (RFC 8941 tokens and UUIDs fit)."""
-    return 0 < len(key) <= MAX_KEY_CHARS and all("!" <= char <= "~" for char in key)
-
-
-def check_key(key: str) -> str:
-    if not is_valid_key(key):
-        raise InvalidArgument(f"Idempotency-Key must be 1 to {MAX_KEY_CHARS} characters of visible ASCII")
-    return key
 
 
 def caller_scope(caller: caller_pb2.Caller) -> str:

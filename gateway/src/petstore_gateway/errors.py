@@ -9,7 +9,7 @@ from types import MappingProxyType
 
 import grpc
 
-from petstore_common.idempotency import LEASE_SECONDS
+from petstore_common.idempotency_keys import LEASE_SECONDS
 
 
 class ApiError(Exception):

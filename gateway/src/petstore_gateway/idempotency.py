@@ -9,7 +9,7 @@ from __future__ import annotations
 import grpc
 from aiohttp import web
 
-from petstore_common.idempotency import MAX_KEY_CHARS, is_valid_key
+from petstore_common.idempotency_keys import KEY_RULE, is_valid_key
 from petstore_gateway.errors import ApiError
 
 IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
@@ -29,9 +29,7 @@ def idempotency_key(request: web.Request) -> str:
         raise ApiError(400, f"{IDEMPOTENCY_KEY_HEADER} must be sent once")
     key = values[0]
     if not is_valid_key(key):
-        raise ApiError(
-            400, f"{IDEMPOTENCY_KEY_HEADER} must be 1 to {MAX_KEY_CHARS} characters of visible ASCII"
-        )
+        raise ApiError(400, KEY_RULE)
     return key
 
 

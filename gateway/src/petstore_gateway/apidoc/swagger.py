@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from petstore_common.idempotency import MAX_KEY_CHARS
+from petstore_common.idempotency_keys import MAX_KEY_CHARS
 from petstore_common.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from petstore_gateway.access import Access, access_of, staff_only_refusal
 from petstore_gateway.idempotency import IDEMPOTENCY_KEY_HEADER, REPLAYED_HEADER
