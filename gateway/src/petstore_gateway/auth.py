@@ -3,7 +3,8 @@ customer, no credential is anonymous. What each of them may do is decided by the
 owns the resource, from the `Caller` this gateway puts in every request (`Principal.caller`).
 The credential comes from `api_key` or `Authorization: Bearer` (credentials.py).
 
-Session tokens are verified locally (HS256 only; exp, iat, sub and jti required). Whether the
+Session tokens are verified locally (petstore_common.session_tokens, the format the user
+service issues them in). Whether the
 session is still open is asked of the user service on every request that presents it: no
 answer "open" is ever cached, so a logout, a password change or a deletion is refused by every
 gateway process and replica from the moment the user service has recorded it. Only "ended" is
@@ -18,15 +19,15 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-import jwt
 from aiohttp import web
 
 from petstore.auth.v1 import caller_pb2
+from petstore_common import session_tokens
+from petstore_common.session_tokens import SessionClaims
 from petstore_gateway.errors import ApiError
 
 ENDED_SESSIONS_MAX_ENTRIES = 10_000
 """Ended sessions remembered; one forgotten costs one more CheckSession, never a wrong answer."""
-SESSION_ALGORITHM = "HS256"
 
 CheckSession = Callable[[str], Awaitable[bool]]
 """Asks the user service whether the session with this id (jti) is still open."""
@@ -79,13 +80,6 @@ def customer(user_id: int, username: str = "", session_id: str | None = None) ->
     return Principal(caller_pb2.CALLER_KIND_CUSTOMER, user_id, username, session_id)
 
 
-@dataclass(frozen=True, slots=True)
-class SessionClaims:
-    user_id: int
-    username: str
-    session_id: str
-
-
 def missing_key() -> ApiError:
     return ApiError(401, "api_key header (or Authorization: Bearer) is required for this operation")
 
@@ -135,23 +129,12 @@ class Authenticator:
 
     def decode_session(self, token: str) -> SessionClaims:
         """Verify signature, algorithm and expiry locally; 401 when any is wrong."""
-        if not token.isascii():  # a JWT is ASCII; anything else (even undecodable bytes) is not one
-            raise ApiError(401, "invalid api_key")
         try:
-            claims = jwt.decode(
-                token,
-                self._secret,
-                algorithms=[SESSION_ALGORITHM],
-                options={"require": ["exp", "iat", "sub", "jti"]},
-            )
-        except jwt.ExpiredSignatureError:
+            return session_tokens.decode(token, self._secret)
+        except session_tokens.ExpiredToken:
             raise ApiError(401, "the session has expired; log in again") from None
-        except jwt.InvalidTokenError:
+        except session_tokens.InvalidToken:
             raise ApiError(401, "invalid api_key") from None
-        subject, session_id, username = claims.get("sub"), claims.get("jti"), claims.get("name", "")
-        if not (isinstance(subject, str) and subject.isdigit() and isinstance(session_id, str)):
-            raise ApiError(401, "invalid api_key")
-        return SessionClaims(int(subject), username if isinstance(username, str) else "", session_id)
 
     async def authenticate(self, api_key: str | None) -> Principal:
         if not api_key:

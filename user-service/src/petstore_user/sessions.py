@@ -1,9 +1,6 @@
-"""Session tokens: HS256 JWTs the gateway verifies locally with the same shared secret.
-
-Claims: sub (the user id as a string of digits), name (the username at login), iat, exp and
-jti (the session id the store keeps, so Logout can end a session before it expires). The
-gateway requires exp, iat, sub and jti and accepts HS256 only; so does `session_id_of`.
-"""
+"""Session tokens, in the format petstore_common.session_tokens defines (the gateway verifies
+them with the same module and the same shared secret): issued at login, and read back by
+CheckSession and Logout."""
 
 from __future__ import annotations
 
@@ -14,12 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-import jwt
-
+from petstore_common import session_tokens
+from petstore_common.session_tokens import SessionClaims
 from petstore_user.storage.base import Session
 
-ALGORITHM = "HS256"
-REQUIRED_CLAIMS = ("exp", "iat", "sub", "jti")
 MAX_SESSION_ID_CHARS = 64
 """Longer ids are none of ours (ours are 32 hex digits): CheckSession says inactive at once."""
 
@@ -52,23 +47,14 @@ class SessionTokens:
         issued_at = int(self._clock())
         expires_at = issued_at + self._ttl_seconds
         session_id = uuid.uuid4().hex
-        claims = {
-            "sub": str(user_id),
-            "name": username,
-            "iat": issued_at,
-            "exp": expires_at,
-            "jti": session_id,
-        }
-        token = jwt.encode(claims, self._secret, algorithm=ALGORITHM)
+        token = session_tokens.encode(
+            SessionClaims(user_id, username, session_id, issued_at, expires_at), self._secret
+        )
         return IssuedSession(token, Session(session_id, user_id, datetime.fromtimestamp(expires_at, UTC)))
 
     def session_id_of(self, token: str) -> str | None:
         """The jti of a token we signed that has not expired; None for anything else."""
         try:
-            claims = jwt.decode(
-                token, self._secret, algorithms=[ALGORITHM], options={"require": list(REQUIRED_CLAIMS)}
-            )
-        except jwt.InvalidTokenError:
+            return session_tokens.decode(token, self._secret).session_id
+        except session_tokens.InvalidToken:
             return None
-        session_id = claims.get("jti")
-        return session_id if isinstance(session_id, str) and session_id else None
