@@ -1,4 +1,5 @@
-"""The id allocation helpers against a real MongoDB-wire server."""
+"""The storage helpers every service's Mongo store uses (ids, inserts, versioned updates),
+against a real MongoDB-wire server."""
 
 from __future__ import annotations
 
@@ -10,7 +11,16 @@ import pytest
 from pymongo import AsyncMongoClient
 from pymongo.errors import DuplicateKeyError
 
-from petstore_common.mongo import Document, IdAllocator, insert_with_new_id, next_id
+from petstore_common.errors import Aborted, AlreadyExists, FailedPrecondition, NotFound
+from petstore_common.mongo import (
+    MAX_UPDATE_ATTEMPTS,
+    Document,
+    IdAllocator,
+    insert_with_new_id,
+    insert_with_optional_id,
+    next_id,
+    update_versioned,
+)
 
 pytestmark = pytest.mark.mongo
 
@@ -75,3 +85,93 @@ async def test_a_conflict_on_another_unique_index_is_raised(db: Any) -> None:
             db.users, IdAllocator(db.counters, "users"), lambda i: {"_id": i, "username": "alice"}
         )
     assert await db.users.count_documents({}) == 1
+
+
+def taken() -> AlreadyExists:
+    return AlreadyExists("taken")
+
+
+def gone() -> NotFound:
+    return NotFound("gone")
+
+
+async def test_an_insert_keeps_the_id_the_client_chose_and_refuses_a_taken_one(db: Any) -> None:
+    ids = IdAllocator(db.counters, "things")
+    assert (await insert_with_optional_id(db.things, ids, {"_id": 7, "a": 1}, taken))["_id"] == 7
+    with pytest.raises(AlreadyExists, match="taken"):
+        await insert_with_optional_id(db.things, ids, {"_id": 7, "a": 2}, taken)
+    fresh = await insert_with_optional_id(db.things, ids, {"a": 3}, taken)
+    assert fresh["_id"] != 7
+    assert await db.things.count_documents({}) == 2
+
+
+async def test_a_versioned_update_bumps_the_version_and_checks_if_match(db: Any) -> None:
+    await db.things.insert_one({"_id": 1, "a": 1})  # written before versions existed: version 0
+    stored, version = await update_versioned(
+        db.things, {"_id": 1}, lambda _s: {"$set": {"a": 2}}, missing=gone, what="thing 1"
+    )
+    assert (stored["a"], version) == (1, 1)
+    assert await db.things.find_one({"_id": 1}) == {"_id": 1, "a": 2, "version": 1}
+    with pytest.raises(FailedPrecondition):
+        await update_versioned(
+            db.things,
+            {"_id": 1},
+            lambda _s: {"$set": {"a": 3}},
+            missing=gone,
+            what="thing 1",
+            accepted_versions={0},
+        )
+    with pytest.raises(NotFound, match="gone"):
+        await update_versioned(
+            db.things,
+            {"_id": 2},
+            lambda _s: {"$set": {"a": 3}},
+            missing=gone,
+            what="thing 2",
+        )
+
+
+def interfering(collection: Any, rounds: int) -> Any:
+    """`collection`, whose find_one lets another writer in right after each of the first
+    `rounds` reads (so the conditional write that follows finds the document changed)."""
+    read = collection.find_one
+    left = rounds
+
+    async def find_one(query: Document) -> Document | None:
+        nonlocal left
+        found: Document | None = await read(query)
+        if left:
+            left -= 1
+            await collection.update_one({"_id": query["_id"]}, {"$inc": {"n": 10, "version": 1}})
+        return found
+
+    collection.find_one = find_one
+    return collection
+
+
+async def test_a_write_in_between_costs_a_round_never_a_lost_update(db: Any) -> None:
+    things = interfering(db.things, rounds=1)
+    await things.insert_one({"_id": 1, "n": 0, "version": 1})
+    stored, version = await update_versioned(
+        things,
+        {"_id": 1},
+        lambda read: {"$set": {"n": read["n"] + 1}},
+        missing=gone,
+        what="thing 1",
+    )
+    assert (stored["n"], version) == (10, 3)  # the second round read the other writer's 10
+    assert await db.things.find_one({"_id": 1}) == {"_id": 1, "n": 11, "version": 3}
+
+
+async def test_a_document_always_written_in_between_gives_up_with_aborted(db: Any) -> None:
+    things = interfering(db.things, rounds=MAX_UPDATE_ATTEMPTS)
+    await things.insert_one({"_id": 1, "n": 0, "version": 1})
+    with pytest.raises(Aborted, match="thing 1 is being changed by others"):
+        await update_versioned(
+            things,
+            {"_id": 1},
+            lambda read: {"$set": {"n": -1}},
+            missing=gone,
+            what="thing 1",
+        )
+    assert (await db.things.find_one({"_id": 1}))["n"] == 10 * MAX_UPDATE_ATTEMPTS  # never -1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Hashable, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Hashable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -11,8 +11,9 @@ from pymongo import AsyncMongoClient, ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
-from petstore_common.errors import Unavailable
+from petstore_common.errors import Aborted, ServiceError, Unavailable
 from petstore_common.settings import ServiceSettings
+from petstore_common.versions import VERSION_KEY, check_version
 
 Document = dict[str, Any]
 
@@ -173,3 +174,53 @@ def duplicate_key_field(exc: DuplicateKeyError) -> str | None:
     if isinstance(key_pattern, Mapping) and key_pattern:
         return str(next(iter(key_pattern)))
     return None
+
+
+async def insert_with_optional_id(
+    collection: AsyncCollection[Document],
+    ids: IdAllocator,
+    document: Document,
+    taken: Callable[[], ServiceError],
+) -> Document:
+    """Insert `document` under the `_id` the client chose when it has one (`taken()` raised
+    when that id is used: `_id` is the collection's only unique index), else under a fresh id."""
+    if "_id" not in document:
+        return await insert_with_new_id(collection, ids, lambda new_id: {"_id": new_id, **document})
+    try:
+        await collection.insert_one(document)
+    except DuplicateKeyError:
+        raise taken() from None
+    return document
+
+
+MAX_UPDATE_ATTEMPTS = 16
+"""Read-and-conditional-write rounds a versioned update tries before it answers Aborted: each
+lost round means another writer got in between, which a few more rounds outlast."""
+
+
+async def update_versioned(
+    collection: AsyncCollection[Document],
+    query: Document,
+    build: Callable[[Document], Document],
+    *,
+    missing: Callable[[], ServiceError],
+    what: str,
+    accepted_versions: Collection[int] | None = None,
+) -> tuple[Document, int]:
+    """Every store's versioned compare-and-set: read the document `query` finds (`missing()`
+    raised when none), check its version against `accepted_versions` (If-Match), and write
+    `build(stored)` with the version bumped only if nobody wrote since the read; another round
+    when somebody did. Returns the document as it was read and the version written, so what is
+    stored is exactly that document with the update applied."""
+    for _ in range(MAX_UPDATE_ATTEMPTS):
+        stored = await collection.find_one(query)
+        if stored is None:
+            raise missing()
+        version = int(stored.get(VERSION_KEY, 0))
+        check_version(version, accepted_versions, what)
+        update = build(stored)
+        update["$set"] = {**update.get("$set", {}), VERSION_KEY: version + 1}
+        unchanged = {**query, VERSION_KEY: stored.get(VERSION_KEY, {"$exists": False})}
+        if (await collection.update_one(unchanged, update)).matched_count == 1:
+            return stored, version + 1
+    raise Aborted(f"{what} is being changed by others; try again")

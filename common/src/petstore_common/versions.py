@@ -12,6 +12,9 @@ Precondition = precondition_pb2.Precondition
 
 FIRST_VERSION = 1
 """The version of a resource just created; each write adds one."""
+VERSION_KEY = "version"
+"""Where a stored document keeps its version (absent in documents written before versions
+existed: version 0)."""
 
 
 def required_versions(precondition: Precondition, present: bool) -> frozenset[int] | None:

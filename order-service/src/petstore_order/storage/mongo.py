@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import DuplicateKeyError
 
 from petstore.order.v1 import order_pb2
 from petstore_common.errors import AlreadyExists, NotFound
 from petstore_common.idempotency import MongoIdempotencyStore
-from petstore_common.mongo import IdAllocator, KeyedLocks, insert_with_new_id, ping
+from petstore_common.mongo import IdAllocator, KeyedLocks, insert_with_optional_id, ping
 from petstore_order.storage.base import STATUS_NAMES, Status, already_exists, not_found
 from petstore_order.storage.documents import Document, order_from_document, order_to_document
 
@@ -50,17 +49,9 @@ class MongoOrderStore:
         return order_from_document(document)
 
     async def create(self, order: order_pb2.Order) -> order_pb2.Order:
-        document = order_to_document(order)
-        if "_id" in document:
-            try:
-                await self._orders.insert_one(document)
-            except DuplicateKeyError:
-                # `_id` is the collection's only unique index: the id is taken.
-                raise AlreadyExists(already_exists(order.id)) from None
-        else:
-            document = await insert_with_new_id(
-                self._orders, self._ids, lambda new_id: {"_id": new_id, **document}
-            )
+        document = await insert_with_optional_id(
+            self._orders, self._ids, order_to_document(order), lambda: AlreadyExists(already_exists(order.id))
+        )
         return order_from_document(document)
 
     async def delete(self, order_id: int, *, only_if: Status | None = None) -> bool:

@@ -16,8 +16,9 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import OperationFailure, PyMongoError
 
 from petstore_common.errors import ServiceError, Unavailable
+from petstore_common.versions import VERSION_KEY
 from petstore_pet.changes import ChangeHub, ChangesUnsupported, PetChange, Position, Subscription
-from petstore_pet.storage.documents import VERSION_KEY, Document
+from petstore_pet.storage.documents import Document
 
 log = logging.getLogger(__name__)
 

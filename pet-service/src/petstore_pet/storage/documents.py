@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from petstore.pet.v1 import pet_pb2
+from petstore_common.versions import VERSION_KEY
 from petstore_pet.storage.base import STATUS_NAMES, PetImage, Status
 
 Document = dict[str, Any]
 
-VERSION_KEY = "version"
 
 _STATUS_BY_NAME: Mapping[str, Status] = {name: value for value, name in STATUS_NAMES.items()}
 

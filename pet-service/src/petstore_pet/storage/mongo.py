@@ -11,13 +11,12 @@ from collections.abc import Collection
 from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import DuplicateKeyError
 
 from petstore.pet.v1 import pet_pb2
-from petstore_common.errors import Aborted, AlreadyExists, FailedPrecondition, NotFound
+from petstore_common.errors import AlreadyExists, FailedPrecondition, NotFound
 from petstore_common.idempotency import MongoIdempotencyStore
-from petstore_common.mongo import IdAllocator, KeyedLocks, insert_with_new_id, ping
-from petstore_common.versions import FIRST_VERSION, check_version
+from petstore_common.mongo import IdAllocator, KeyedLocks, insert_with_optional_id, ping, update_versioned
+from petstore_common.versions import FIRST_VERSION, VERSION_KEY
 from petstore_pet.storage.base import (
     PetImage,
     Status,
@@ -30,7 +29,6 @@ from petstore_pet.storage.base import (
 )
 from petstore_pet.storage.change_stream import MongoChangeFeed
 from petstore_pet.storage.documents import (
-    VERSION_KEY,
     Document,
     image_from_document,
     image_to_document,
@@ -40,7 +38,6 @@ from petstore_pet.storage.documents import (
 )
 
 PET_ID_COUNTER = "pets"
-MAX_UPDATE_ATTEMPTS = 16
 """Compare-and-set rounds an unconditional update may lose to concurrent writers before ABORTED."""
 
 
@@ -81,17 +78,10 @@ class MongoPetStore:
 
     async def create(self, pet: pet_pb2.Pet) -> pet_pb2.Pet:
         document = pet_to_document(pet) | {VERSION_KEY: FIRST_VERSION}
-        if "_id" in document:
-            try:
-                await self._pets.insert_one(document)
-            except DuplicateKeyError:
-                # `_id` is the collection's only unique index: the id is taken.
-                raise AlreadyExists(already_exists(pet.id)) from None
-        else:
-            document = await insert_with_new_id(
-                self._pets, self._ids, lambda new_id: {"_id": new_id, **document}
-            )
-        return pet_from_document(document)
+        stored = await insert_with_optional_id(
+            self._pets, self._ids, document, lambda: AlreadyExists(already_exists(pet.id))
+        )
+        return pet_from_document(stored)
 
     async def update(
         self, pet: pet_pb2.Pet, fields: Collection[str], *, accepted_versions: Collection[int] | None = None
@@ -102,31 +92,17 @@ class MongoPetStore:
         if absent := {field: "" for field in fields if field not in document}:
             changes["$unset"] = absent
         async with self._writing.hold(pet.id):
-            return await self._update(pet, fields, present, changes, accepted_versions)
-
-    async def _update(
-        self,
-        pet: pet_pb2.Pet,
-        fields: Collection[str],
-        present: Document,
-        changes: dict[str, dict[str, Any]],
-        accepted_versions: Collection[int] | None,
-    ) -> pet_pb2.Pet:
-        for _ in range(MAX_UPDATE_ATTEMPTS):
-            stored_document = await self._pets.find_one({"_id": pet.id})
-            if stored_document is None:
-                raise NotFound(not_found(pet.id))
-            stored = pet_from_document(stored_document)
-            check_version(stored.version, accepted_versions, f"pet {pet.id}")
-            changes["$set"] = present | {VERSION_KEY: stored.version + 1}
-            # Written only if nobody wrote since the read: what is stored is then exactly this.
-            unchanged = {"_id": pet.id, VERSION_KEY: stored_document.get(VERSION_KEY, {"$exists": False})}
-            result = await self._pets.update_one(unchanged, changes)
-            if result.matched_count == 1:
-                updated = apply_update(stored, pet, fields)
-                updated.version = stored.version + 1
-                return updated
-        raise Aborted(f"pet {pet.id} is being changed by others; try again")
+            stored, version = await update_versioned(
+                self._pets,
+                {"_id": pet.id},
+                lambda _stored: {**changes, "$set": dict(present)},
+                missing=lambda: NotFound(not_found(pet.id)),
+                what=f"pet {pet.id}",
+                accepted_versions=accepted_versions,
+            )
+        updated = apply_update(pet_from_document(stored), pet, fields)
+        updated.version = version
+        return updated
 
     async def delete(self, pet_id: int) -> None:
         async with self._writing.hold(pet_id):

@@ -10,14 +10,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from petstore.user.v1 import user_pb2
-from petstore_common.versions import FIRST_VERSION
+from petstore_common.versions import FIRST_VERSION, VERSION_KEY
 from petstore_user.storage.base import NO_FAILURES, Account, LoginFailures, Session
 
 Document = dict[str, Any]
 
 USER_FIELDS: tuple[str, ...] = ("username", "first_name", "last_name", "email", "phone", "user_status")
 """Every field of a user but the id (which is the document's `_id`) and the version."""
-VERSION_KEY = "version"
 """Set by the store on each write; absent in documents written before users had versions (0)."""
 FAILURES_KEY = "login_failures"
 FAILURES_AT_KEY = "login_failed_at"

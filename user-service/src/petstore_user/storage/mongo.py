@@ -18,10 +18,17 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
 from petstore.user.v1 import user_pb2
-from petstore_common.errors import Aborted, AlreadyExists, NotFound
+from petstore_common.errors import AlreadyExists, NotFound
 from petstore_common.idempotency import MongoIdempotencyStore
-from petstore_common.mongo import IdAllocator, KeyedLocks, duplicate_key_field, insert_with_new_id, ping
-from petstore_common.versions import check_version
+from petstore_common.mongo import (
+    IdAllocator,
+    KeyedLocks,
+    duplicate_key_field,
+    insert_with_new_id,
+    ping,
+    update_versioned,
+)
+from petstore_common.versions import VERSION_KEY
 from petstore_user.storage.base import (
     NO_FAILURES,
     Account,
@@ -37,7 +44,6 @@ from petstore_user.storage.documents import (
     FAILURES_AT_KEY,
     FAILURES_KEY,
     LIVE,
-    VERSION_KEY,
     Document,
     account_from_document,
     account_to_document,
@@ -124,30 +130,21 @@ class MongoUserStore:
         if password_hash is not None:
             changes["password_hash"] = password_hash
         async with self._writing.hold(user_id):  # see KeyedLocks: FerretDB's updates are two steps
-            stored = await self._users.find_one({"_id": user_id, "username": username})
-            if stored is None:
-                raise NotFound(not_found(username))
-            version = stored.get(VERSION_KEY, 0)
-            check_version(version, accepted_versions, f"user {username}")
-            changes[VERSION_KEY] = version + 1
-            # Written only if nobody wrote since the read: the new version then names exactly this.
-            unchanged = {
-                "_id": user_id,
-                "username": username,
-                VERSION_KEY: stored.get(VERSION_KEY, {"$exists": False}),
-            }
             try:
-                updated = await self._users.find_one_and_update(
-                    unchanged, {"$set": changes}, return_document=ReturnDocument.AFTER
+                stored, version = await update_versioned(
+                    self._users,
+                    {"_id": user_id, "username": username},
+                    lambda _stored: {"$set": dict(changes)},
+                    missing=lambda: NotFound(not_found(username)),
+                    what=f"user {username}",
+                    accepted_versions=accepted_versions,
                 )
             except OperationFailure as exc:
                 if not _violates_unique_index(exc):
                     raise
                 # `_id` does not change: the username index is the one violated.
                 raise AlreadyExists(username_taken(user.username)) from None
-        if updated is None:
-            raise Aborted(f"user {username} is being changed by others; try again")
-        return user_from_document(updated)
+        return user_from_document(stored | changes | {VERSION_KEY: version})
 
     async def replace_password_hash(self, user_id: int, old_hash: str, new_hash: str) -> None:
         await self._users.update_one(
