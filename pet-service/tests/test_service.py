@@ -10,11 +10,12 @@ from pymongo import AsyncMongoClient
 
 from petstore_common.settings import ServiceSettings
 from petstore_pet.service import SERVICE_NAME, pet_service
+from petstore_pet.settings import PetSettings
 from petstore_pet.storage.documents import Document
 
 
-def settings(**env: str) -> ServiceSettings:
-    return ServiceSettings.from_env(default_port=0, default_database="petstore_pet", env=env)
+def settings(**env: str) -> PetSettings:
+    return PetSettings(ServiceSettings.from_env(default_port=0, default_database="petstore_pet", env=env))
 
 
 async def test_without_a_uri_the_service_runs_in_memory() -> None:

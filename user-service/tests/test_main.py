@@ -26,7 +26,7 @@ async def test_refuses_to_start_without_a_long_enough_secret() -> None:
 
     assert process.returncode == 2
     assert stderr.decode().strip() == (
-        "petstore_user: PETSTORE_SESSION_SECRET must be set to at least 32 characters"
+        "user-service: PETSTORE_SESSION_SECRET must be set to at least 32 characters"
     )
 
 

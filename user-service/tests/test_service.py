@@ -15,6 +15,7 @@ from petstore_common.grpc_server import start_service
 from petstore_common.settings import ServiceSettings
 from petstore_user.service import SERVICE_NAME, user_service
 from petstore_user.sessions import SessionTokens
+from petstore_user.settings import UserSettings
 from petstore_user.storage.documents import Document
 
 PASSWORD = "a secret of some length"
@@ -22,8 +23,10 @@ SECRET = "test-session-secret-" + "s" * 32
 TOKENS = SessionTokens(SECRET, 60)
 
 
-def settings(**env: str) -> ServiceSettings:
-    return ServiceSettings.from_env(default_port=0, default_database="petstore_user", env=env)
+def settings(**env: str) -> UserSettings:
+    return UserSettings(
+        ServiceSettings.from_env(default_port=0, default_database="petstore_user", env=env), SECRET
+    )
 
 
 async def test_without_a_uri_the_service_runs_in_memory() -> None:
@@ -62,7 +65,7 @@ async def test_on_mongodb_users_sign_up_log_in_and_out(mongodb_uri: str, mongo_d
         MONGODB_URI=mongodb_uri, MONGODB_DATABASE=mongo_database, GRPC_LISTEN_ADDR="127.0.0.1:0"
     )
     async with user_service(service_settings, tokens=TOKENS) as definition:
-        running = await start_service(definition, service_settings)
+        running = await start_service(definition, service_settings.service)
         try:
             async with create_channel(f"127.0.0.1:{running.port}") as channel:
                 stub = user_service_pb2_grpc.UserServiceStub(channel)

@@ -7,11 +7,12 @@ import contextlib
 import logging
 import os
 import signal
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -19,14 +20,14 @@ from prometheus_client import Counter, Histogram
 from pymongo.errors import ConnectionFailure, PyMongoError
 
 from petstore_common.errors import ResourceExhausted, ServiceError
-from petstore_common.logging import RequestLog
+from petstore_common.logging import RequestLog, configure_logging
 from petstore_common.metrics import start_metrics_server
 from petstore_common.request_context import (
     REQUEST_ID_METADATA_KEY,
     current_request_id,
     sanitize_request_id,
 )
-from petstore_common.settings import ServiceSettings
+from petstore_common.settings import HasServiceSettings, ServiceSettings, SettingsError
 from petstore_common.tracing import configure_tracing
 
 log = logging.getLogger(__name__)
@@ -73,8 +74,10 @@ class ServiceDefinition:
     would otherwise hold the stop for the whole grace period."""
 
 
-ServiceFactory = Callable[[ServiceSettings], AbstractAsyncContextManager[ServiceDefinition]]
-"""Opens the service's resources (database client, channels) and closes them on exit."""
+SettingsT = TypeVar("SettingsT", bound=HasServiceSettings)
+ServiceFactory = Callable[[SettingsT], AbstractAsyncContextManager[ServiceDefinition]]
+"""Opens the service's resources (database client, channels) from its own settings, and closes
+them on exit."""
 
 
 class Readiness:
@@ -255,15 +258,30 @@ def default_service_name(settings: ServiceSettings) -> str:
     return f"{settings.database.rsplit('_', 1)[-1]}-service"
 
 
-async def serve(factory: ServiceFactory, settings: ServiceSettings, *, service_name: str = "") -> None:
+def run_service(
+    name: str, read_settings: Callable[[], SettingsT], factory: ServiceFactory[SettingsT]
+) -> None:
+    """`python -m <service>`, the same for every service: read its settings (exit 2 naming what
+    is wrong, without a traceback), log as `name`, serve until SIGTERM or SIGINT."""
+    try:
+        settings = read_settings()
+    except SettingsError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    configure_logging(name, settings.service.log_level)
+    asyncio.run(serve(factory, settings, service_name=name))
+
+
+async def serve(factory: ServiceFactory[SettingsT], own: SettingsT, *, service_name: str = "") -> None:
     """Run a service until SIGTERM or SIGINT, then stop gracefully (traced when OTEL_TRACING=1)."""
+    settings = own.service
     tracing = configure_tracing(service_name or default_service_name(settings), os.environ)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     start_metrics_server(settings.metrics_port)
-    async with factory(settings) as definition:
+    async with factory(own) as definition:
         running = await start_service(definition, settings)
         log.info("serving", extra={"grpc_service": definition.name, "port": running.port})
         await stop.wait()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 
 class SettingsError(ValueError):
@@ -111,3 +112,10 @@ class ServiceSettings:
             idempotency_ttl_seconds=env_float(env, "IDEMPOTENCY_TTL_SECONDS", 24 * 3600.0),
             max_connection_age_seconds=env_float(env, "GRPC_MAX_CONNECTION_AGE_SECONDS", 30.0),
         )
+
+
+class HasServiceSettings(Protocol):
+    """A service's own settings: the shared ones (`service`), plus whatever it alone reads."""
+
+    @property
+    def service(self) -> ServiceSettings: ...

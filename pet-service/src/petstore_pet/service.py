@@ -10,10 +10,10 @@ import grpc
 from petstore.pet.v1 import pet_service_pb2_grpc
 from petstore_common.grpc_server import ServiceDefinition
 from petstore_common.idempotency import DEFAULT_TTL_SECONDS
-from petstore_common.settings import ServiceSettings
 from petstore_common.stores import StoreReadiness, open_store
 from petstore_common.watch import HEARTBEAT_SECONDS
 from petstore_pet.servicer import PetServicer
+from petstore_pet.settings import PetSettings
 from petstore_pet.storage.base import PetStore
 from petstore_pet.storage.memory import MemoryPetStore
 from petstore_pet.storage.mongo import MongoPetStore
@@ -42,11 +42,13 @@ def build_definition(
 
 
 @asynccontextmanager
-async def pet_service(settings: ServiceSettings) -> AsyncIterator[ServiceDefinition]:
-    """MongoDB when settings.mongodb_uri is set, else the in-memory store."""
+async def pet_service(settings: PetSettings) -> AsyncIterator[ServiceDefinition]:
+    """MongoDB when MONGODB_URI is set, else the in-memory store."""
     # Annotated so the store is typed as the service's own store protocol.
     stores: AbstractAsyncContextManager[tuple[PetStore, StoreReadiness]] = open_store(
-        settings, memory=MemoryPetStore, mongo=MongoPetStore
+        settings.service, memory=MemoryPetStore, mongo=MongoPetStore
     )
     async with stores as (store, readiness):
-        yield build_definition(store, readiness, idempotency_ttl_seconds=settings.idempotency_ttl_seconds)
+        yield build_definition(
+            store, readiness, idempotency_ttl_seconds=settings.service.idempotency_ttl_seconds
+        )

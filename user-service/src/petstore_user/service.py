@@ -11,12 +11,12 @@ import grpc
 from petstore.user.v1 import user_service_pb2_grpc
 from petstore_common.grpc_server import ServiceDefinition
 from petstore_common.idempotency import DEFAULT_TTL_SECONDS
-from petstore_common.settings import ServiceSettings
 from petstore_common.stores import StoreReadiness, open_store
 from petstore_user.common_passwords import common_passwords
-from petstore_user.passwords import Passwords
+from petstore_user.passwords import Passwords, map_hash_memory_directly
 from petstore_user.servicer import UserServicer
 from petstore_user.sessions import SessionTokens
+from petstore_user.settings import UserSettings
 from petstore_user.storage.base import UserStore
 from petstore_user.storage.memory import MemoryUserStore
 from petstore_user.storage.mongo import MongoUserStore
@@ -43,23 +43,27 @@ def build_definition(
 
 @asynccontextmanager
 async def user_service(
-    settings: ServiceSettings, *, tokens: SessionTokens
+    settings: UserSettings, *, tokens: SessionTokens | None = None
 ) -> AsyncIterator[ServiceDefinition]:
-    """MongoDB when settings.mongodb_uri is set, else the in-memory store; closes what it opened.
-
-    `serve` hands over the shared settings; the session signer comes from the caller
-    (functools.partial), as ServiceSettings knows nothing of sessions.
-    """
+    """MongoDB when MONGODB_URI is set, else the in-memory store; closes what it opened. Session
+    tokens are signed with the settings' secret (`tokens`: another signer, for tests)."""
+    map_hash_memory_directly()  # keeps the process well under its memory limit between logins
+    if tokens is None:
+        tokens = SessionTokens(settings.session_secret, settings.session_ttl_seconds)
     common_passwords()  # built now, not on the first sign-up
     passwords = Passwords()
     try:
         # Annotated so the store is typed as the service's own store protocol.
         stores: AbstractAsyncContextManager[tuple[UserStore, StoreReadiness]] = open_store(
-            settings, memory=MemoryUserStore, mongo=MongoUserStore
+            settings.service, memory=MemoryUserStore, mongo=MongoUserStore
         )
         async with stores as (store, readiness):
             yield build_definition(
-                store, passwords, tokens, readiness, idempotency_ttl_seconds=settings.idempotency_ttl_seconds
+                store,
+                passwords,
+                tokens,
+                readiness,
+                idempotency_ttl_seconds=settings.service.idempotency_ttl_seconds,
             )
     finally:
         passwords.close()
