@@ -260,6 +260,22 @@ async def test_a_stream_that_announces_no_heartbeat_is_timed_by_the_fallback(cac
     assert 0.95 < silent < 4.0  # the fallback
 
 
+async def test_an_announced_heartbeat_longer_than_the_believable_one_is_capped(
+    cache: PetCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream claiming a heartbeat of hours would keep a dead stream, and the cache, live."""
+    monkeypatch.setattr(pet_watch, "MAX_HEARTBEAT_SECONDS", 0.02)
+    loop = asyncio.get_running_loop()
+    async with watching(cache, fallback_silence_seconds=30) as streams:
+        stream = await streams.next()
+        started = loop.time()
+        stream.send(heartbeat_ms=3_600_000)
+        await until(lambda: cache.live)
+        await until(lambda: not cache.live)
+        silent = loop.time() - started
+    assert 0.055 < silent < 1.0  # 3 x the cap, not 3 hours
+
+
 async def test_a_resume_the_service_cannot_honour_forgets_the_cache(
     cache: PetCache, streams: Streams, caplog: pytest.LogCaptureFixture
 ) -> None:

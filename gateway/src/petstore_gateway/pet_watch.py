@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import grpc
 
 from petstore.pet.v1 import pet_service_pb2
-from petstore_common.watch import SILENCE_MULTIPLE
+from petstore_common.watch import MAX_HEARTBEAT_SECONDS, SILENCE_MULTIPLE
 from petstore_gateway.pet_cache import PetCache
 
 log = logging.getLogger(__name__)
@@ -144,7 +144,7 @@ class PetWatcher:
         """The silence after `message` that loses its stream."""
         if not message.heartbeat_ms:  # not announced: a pet service from before heartbeat_ms
             return self._fallback_silence_seconds
-        return SILENCE_MULTIPLE * message.heartbeat_ms / 1000
+        return SILENCE_MULTIPLE * min(message.heartbeat_ms / 1000, MAX_HEARTBEAT_SECONDS)
 
     def _lose(self) -> None:
         self._cache.lose()
