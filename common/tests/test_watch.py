@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from petstore_common.watch import HEARTBEAT_SECONDS, SILENCE_MULTIPLE, SILENCE_SECONDS
+from petstore_common.watch import HEARTBEAT_SECONDS, MAX_HEARTBEAT_SECONDS, SILENCE_MULTIPLE, SILENCE_SECONDS
 
 ROOT = Path(__file__).resolve().parents[2]
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five"}
@@ -27,6 +27,7 @@ def test_the_docs_state_the_heartbeat_and_the_silence() -> None:
         f"or {multiple} heartbeats without a message: the pet service sends one every {heartbeat} s" in readme
     )
     assert f"{silence} s without even a heartbeat, `PET_WATCH_SILENCE_SECONDS`" in readme
+    assert f"`heartbeat_ms`, believed up to {MAX_HEARTBEAT_SECONDS:g} s;" in readme
     assert f"| `PET_WATCH_SILENCE_SECONDS` | gateway | {silence} | the fallback silence limit." in readme
     assert f"lost after {multiple} of the heartbeat intervals its messages announce" in readme
     assert f"the pet service sends every {heartbeat} s" in readme
