@@ -29,13 +29,16 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 if [[ ${#against[@]} == 0 ]]; then
   # One comparison per distinct release commit; their buf.yaml is this one (a release before
-  # the file existed has none).
+  # the file existed has none), with this one's third_party/.
   for commit in $(for d in pet-service order-service user-service gateway; do
     "$python" -m petstore_devstack.releases previous "$d" | cut -d' ' -f2
   done | sort -u); do
     mkdir -p "$tmp/$commit"
     git -C "$repo" archive "$commit" protos/petstore | tar -x -C "$tmp/$commit"
     cp "$here/buf.yaml" "$tmp/$commit/protos/buf.yaml"
+    # buf.yaml names the vendored annotation schema's module, so it comes along (a release from
+    # before the protos imported it simply does not use it).
+    cp -R "$here/third_party" "$tmp/$commit/protos/third_party"
     against+=("$tmp/$commit/protos")
     labels+=("the protos of the previous release at ${commit:0:12}")
   done

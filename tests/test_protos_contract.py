@@ -13,6 +13,8 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CONTRACT = REPO_ROOT / "protos" / "contract.sh"
 PET_PROTO = Path("petstore/pet/v1/pet.proto")
+NAME_FIELD = r"^  string name = 3 \[[^;]*\];"
+"""Pet.name, with its field rules (an annotation over several lines)."""
 
 
 def contract(*args: str) -> subprocess.CompletedProcess[str]:
@@ -42,20 +44,20 @@ def test_the_working_tree_keeps_the_contract_of_every_previous_release() -> None
 
 
 def test_a_removed_field_breaks_it(changed: Path) -> None:
-    edit_pet(changed, r"^  string name = 3;\n", "")
+    edit_pet(changed, NAME_FIELD + r"\n", "")
     result = contract("--protos", str(changed), "--against", str(REPO_ROOT / "protos"))
     assert result.returncode != 0
     assert 'field "3" with name "name" on message "Pet" was deleted' in result.stdout
 
 
 def test_a_renumbered_field_breaks_it(changed: Path) -> None:
-    edit_pet(changed, r"^  string name = 3;", "  string name = 30;")
+    edit_pet(changed, r"^  string name = 3 ", "  string name = 30 ")
     result = contract("--protos", str(changed), "--against", str(REPO_ROOT / "protos"))
     assert result.returncode != 0
     assert 'on message "Pet"' in result.stdout
 
 
 def test_an_added_field_keeps_it(changed: Path) -> None:
-    edit_pet(changed, r"^  string name = 3;", "  string name = 3;\n  string nickname = 99;")
+    edit_pet(changed, NAME_FIELD, r"\g<0>\n  string nickname = 99;")
     result = contract("--protos", str(changed), "--against", str(REPO_ROOT / "protos"))
     assert result.returncode == 0, result.stdout + result.stderr

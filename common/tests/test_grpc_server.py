@@ -12,6 +12,7 @@ import grpc
 import pytest
 from pymongo.errors import ServerSelectionTimeoutError
 
+from petstore.pet.v1 import pet_service_pb2
 from petstore_common.errors import NotFound
 from petstore_common.grpc_client import create_channel, is_serving
 from petstore_common.grpc_server import (
@@ -22,6 +23,7 @@ from petstore_common.grpc_server import (
     start_service,
 )
 from petstore_common.request_context import NO_REQUEST_ID, current_request_id
+from petstore_common.request_validation import RequestValidator
 from petstore_common.settings import ServiceSettings
 
 SERVICE = "test.v1.EchoService"
@@ -215,3 +217,86 @@ def test_the_readme_states_how_often_an_unhealthy_service_checks_again() -> None
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert f"checks again every {RECHECK_INTERVAL_SECONDS:g} s" in readme
     assert f"checked every {HEALTH_CHECK_INTERVAL_SECONDS:g} s" in readme
+
+
+# ---------------------------------------------------------------------------------------
+# Every request is checked against its message's field rules before the handler runs
+
+RULED = "test.v1.RuledService"
+FindRequest = pet_service_pb2.FindExistingPetsRequest
+FindResponse = pet_service_pb2.FindExistingPetsResponse
+handled: list[FindRequest] = []
+
+
+async def _find(request: FindRequest, context: Any) -> FindResponse:
+    handled.append(request)
+    return FindResponse(ids=request.ids)
+
+
+async def _watch(request: FindRequest, context: Any) -> AsyncIterator[FindResponse]:
+    handled.append(request)
+    for pet_id in request.ids:
+        yield FindResponse(ids=[pet_id])
+
+
+def _register_ruled(server: grpc.aio.Server) -> None:
+    codec: dict[str, Any] = {
+        "request_deserializer": FindRequest.FromString,
+        "response_serializer": FindResponse.SerializeToString,
+    }
+    handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
+        "Find": grpc.unary_unary_rpc_method_handler(_find, **codec),
+        "Watch": grpc.unary_stream_rpc_method_handler(_watch, **codec),
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(RULED, handlers),))
+
+
+@pytest.fixture
+async def ruled(readiness: Readiness) -> AsyncIterator[grpc.aio.Channel]:
+    settings = ServiceSettings.from_env(
+        default_port=0, default_database="t", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0"}
+    )
+    validator = RequestValidator(field_names={"petstore.pet.v1.FindExistingPetsRequest.ids": "petIds"})
+    definition = ServiceDefinition(RULED, _register_ruled, readiness.check, validator=validator)
+    service = await start_service(definition, settings)
+    handled.clear()
+    try:
+        async with create_channel(f"127.0.0.1:{service.port}") as channel:
+            yield channel
+    finally:
+        await service.stop(None)
+
+
+async def test_a_request_breaking_its_rules_is_invalid_argument_before_the_handler_runs(
+    ruled: grpc.aio.Channel,
+) -> None:
+    find = ruled.unary_unary(
+        f"/{RULED}/Find",
+        request_serializer=FindRequest.SerializeToString,
+        response_deserializer=FindResponse.FromString,
+    )
+    assert list((await find(FindRequest(ids=[3, 4]), timeout=5)).ids) == [3, 4]
+
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await find(FindRequest(ids=[3, 0]), timeout=5)
+
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert caught.value.details() == "petIds[1]: must be positive"  # the service's name for the field
+    assert handled == [FindRequest(ids=[3, 4])]
+
+
+async def test_a_streaming_request_is_checked_too(ruled: grpc.aio.Channel) -> None:
+    watch = ruled.unary_stream(
+        f"/{RULED}/Watch",
+        request_serializer=FindRequest.SerializeToString,
+        response_deserializer=FindResponse.FromString,
+    )
+    assert [list(r.ids) async for r in watch(FindRequest(ids=[3, 4]), timeout=5)] == [[3], [4]]
+
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        async for _ in watch(FindRequest(), timeout=5):
+            pass
+
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert caught.value.details() == "petIds: must not be empty"
+    assert handled == [FindRequest(ids=[3, 4])]

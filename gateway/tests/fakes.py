@@ -18,15 +18,12 @@ from petstore.order.v1 import order_pb2, order_service_pb2, order_service_pb2_gr
 from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
 from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
 from petstore_common.grpc_server import NO_PORT_SHARING
+from petstore_common.rules import enum_names
 from petstore_gateway.clients import ORDER_SERVICE, PET_SERVICE, USER_SERVICE
 
 SESSION_SECRET = "test-session-secret-" + "s" * 32
 Context = grpc.aio.ServicerContext[Any, Any]
-STATUS_NAMES = {
-    pet_pb2.PET_STATUS_AVAILABLE: "available",
-    pet_pb2.PET_STATUS_PENDING: "pending",
-    pet_pb2.PET_STATUS_SOLD: "sold",
-}
+STATUS_NAMES = enum_names(pet_pb2.PetStatus)
 
 
 class RequestIdRecorder(grpc.aio.ServerInterceptor):

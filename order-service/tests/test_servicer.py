@@ -158,11 +158,14 @@ async def test_an_order_for_an_unknown_pet_is_not_found_and_not_stored(
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"id": -1}, "id must be positive"),
-        ({"pet_id": 0}, "petId must be positive"),
-        ({"quantity": 0}, "quantity must be at least 1"),
-        ({"quantity": 1_000_001}, "quantity must be at most 1000000"),
-        ({"status": 9}, "status 9 is not a valid order status"),
+        ({"id": -1}, "id: must be positive"),
+        ({"pet_id": 0}, "petId: must be positive"),
+        ({"quantity": 0}, "quantity: must be greater than or equal to 1 and less than or equal to 1000000"),
+        (
+            {"quantity": 1_000_001},
+            "quantity: must be greater than or equal to 1 and less than or equal to 1000000",
+        ),
+        ({"status": 9}, "status: must be one of placed, approved, delivered"),
         (
             {"ship_date": Timestamp(seconds=-62_135_596_801)},
             "shipDate must be a valid time between the years 1 and 9999",
@@ -188,9 +191,9 @@ async def test_get_and_delete_of_unknown_ids(stub: OrderServiceAsyncStub) -> Non
         await get(stub, 42)
     with fails(grpc.StatusCode.NOT_FOUND, "order 42 not found"):
         await stub.DeleteOrder(order_service_pb2.DeleteOrderRequest(caller=STAFF, id=42), timeout=5)
-    with fails(grpc.StatusCode.INVALID_ARGUMENT, "id must be positive"):
+    with fails(grpc.StatusCode.INVALID_ARGUMENT, "id: must be positive"):
         await get(stub, 0)
-    with fails(grpc.StatusCode.INVALID_ARGUMENT, "id must be positive"):
+    with fails(grpc.StatusCode.INVALID_ARGUMENT, "id: must be positive"):
         await stub.DeleteOrder(order_service_pb2.DeleteOrderRequest(caller=STAFF, id=-1), timeout=5)
 
 

@@ -141,9 +141,9 @@ async def test_a_token_of_another_filter_or_owner_is_invalid(
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"statuses": [7]}, "status must be one of placed, approved, delivered"),
-        ({"pet_id": 0}, "petId must be positive"),
-        ({"owner_user_id": -1}, "owner must be positive"),
+        ({"statuses": [7]}, "status[0]: must be one of placed, approved, delivered"),
+        ({"pet_id": 0}, "petId: must be positive"),
+        ({"owner_user_id": -1}, "ownerUserId: must be positive"),
         ({"page_size": -1}, "limit must not be negative"),
         ({"page_token": "forged"}, "pageToken is invalid"),
     ],

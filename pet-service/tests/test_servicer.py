@@ -114,8 +114,8 @@ async def test_a_taken_id_is_already_exists(stub: PetServiceAsyncStub) -> None:
     ("pet", "message"),
     [
         (pet_pb2.Pet(), "name is required"),
-        (pet_pb2.Pet(name="Rex", id=-1), "id must be positive"),
-        (pet_pb2.Pet(name="Rex", photo_urls=["u"] * 65), "photoUrls must have at most 64 entries"),
+        (pet_pb2.Pet(name="Rex", id=-1), "id: must be positive"),
+        (pet_pb2.Pet(name="Rex", photo_urls=["u"] * 65), "photoUrls: must have at most 64 entries"),
     ],
 )
 async def test_an_invalid_pet_is_invalid_argument(
@@ -130,7 +130,7 @@ async def test_get_and_delete_of_unknown_ids(stub: PetServiceAsyncStub) -> None:
         await stub.GetPet(pet_service_pb2.GetPetRequest(id=42), timeout=5)
     with fails(grpc.StatusCode.NOT_FOUND, "pet 42 not found"):
         await stub.DeletePet(pet_service_pb2.DeletePetRequest(caller=STAFF, id=42), timeout=5)
-    with fails(grpc.StatusCode.INVALID_ARGUMENT, "id must be positive"):
+    with fails(grpc.StatusCode.INVALID_ARGUMENT, "id: must be positive"):
         await stub.GetPet(pet_service_pb2.GetPetRequest(id=0), timeout=5)
 
 
@@ -148,10 +148,10 @@ async def test_find_existing_pets_names_the_stored_ones_once(stub: PetServiceAsy
 @pytest.mark.parametrize(
     ("ids", "message"),
     [
-        ([], "ids must name at least one pet"),
-        ([1, 0], "ids must be positive"),
-        ([-5], "ids must be positive"),
-        (list(range(1, MAX_IDS_PER_CHECK + 2)), f"ids may name at most {MAX_IDS_PER_CHECK} pets"),
+        ([], "ids: must not be empty"),
+        ([1, 0], "ids[1]: must be positive"),
+        ([-5], "ids[0]: must be positive"),
+        (list(range(1, MAX_IDS_PER_CHECK + 2)), f"ids: must have at most {MAX_IDS_PER_CHECK} entries"),
     ],
 )
 async def test_find_existing_pets_refuses_a_question_out_of_bounds(
@@ -293,7 +293,7 @@ async def test_list_caps_the_page_size(stub: PetServiceAsyncStub, store: MemoryP
         (pet_service_pb2.ListPetsRequest(), "at least one status or tag name is required"),
         (pet_service_pb2.ListPetsRequest(statuses=[SOLD], page_token="garbage"), "pageToken is invalid"),
         (pet_service_pb2.ListPetsRequest(statuses=[SOLD], page_size=-1), "limit must not be negative"),
-        (pet_service_pb2.ListPetsRequest(statuses=[7]), "status 7 is not a valid pet status"),  # type: ignore[list-item]
+        (pet_service_pb2.ListPetsRequest(statuses=[7]), "status[0]: must be one of available, pending, sold"),  # type: ignore[list-item]
     ],
 )
 async def test_invalid_lists(
@@ -350,7 +350,7 @@ async def test_an_uploaded_image_is_stored(stub: PetServiceAsyncStub, store: Mem
     ("changes", "code", "message"),
     [
         ({"pet_id": 99}, grpc.StatusCode.NOT_FOUND, "pet 99 not found"),
-        ({"pet_id": 0}, grpc.StatusCode.INVALID_ARGUMENT, "petId must be positive"),
+        ({"pet_id": 0}, grpc.StatusCode.INVALID_ARGUMENT, "petId: must be positive"),
         ({"data": b""}, grpc.StatusCode.INVALID_ARGUMENT, "image data is required"),
         (
             {"data": b"\x89PNG\r\n\x1a\n" + b"\x00" * 100},
@@ -365,17 +365,17 @@ async def test_an_uploaded_image_is_stored(stub: PetServiceAsyncStub, store: Mem
         (
             {"additional_metadata": "m" * 1025},
             grpc.StatusCode.INVALID_ARGUMENT,
-            "additionalMetadata must be at most 1024 characters",
+            "additionalMetadata: must be at most 1024 characters",
         ),
         (
             {"additional_metadata": "front\x1bview"},
             grpc.StatusCode.INVALID_ARGUMENT,
-            "additionalMetadata must not contain control characters",
+            "additionalMetadata: must not contain control characters",
         ),
         (
             {"images_base_url": "https://shop.example/" + "p" * 2048},
             grpc.StatusCode.INVALID_ARGUMENT,
-            "the image's URL must be at most 2048 characters",
+            "the image's URL: must be at most 2048 characters",
         ),
     ],
 )

@@ -150,5 +150,5 @@ async def test_an_image_is_found_only_under_its_own_pet(
 
     with fails(grpc.StatusCode.NOT_FOUND, f"pet {other.id} has no image {reply.image_id}"):
         await get_image(stub, other.id, reply.image_id)
-    with fails(grpc.StatusCode.INVALID_ARGUMENT, "imageId must be 32 lowercase hexadecimal digits"):
+    with fails(grpc.StatusCode.INVALID_ARGUMENT, "imageId: must be 32 lowercase hexadecimal digits"):
         await get_image(stub, pet.id, "../" + reply.image_id)

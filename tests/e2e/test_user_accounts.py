@@ -115,25 +115,36 @@ async def test_create_with_a_client_chosen_id(api: Api, unique: str, fmt: str, p
 BAD_BATCHES: dict[str, tuple[dict[int, dict[str, Any]], int, str]] = {
     # changes by position (None drops the field, {u0} is the first user's username),
     # the status, and the message: it names the first user rejected
-    "bad-email": ({1: {"email": "not-an-email"}}, 400, "users[1]: email must look like an email"),
+    "bad-email": ({1: {"email": "not-an-email"}}, 400, "users[1].email: must look like an email"),
     "missing-email": ({2: {"email": None}}, 400, "users[2].email is required"),
     "missing-password": ({1: {"password": None}}, 400, "users[1].password is required"),
     "bad-username": (
         {1: {"username": "has space"}},
         400,
-        "users[1]: username may contain only letters, digits and . _ - @",
+        "users[1].username: may contain only letters, digits and . _ - @",
     ),
     "first-of-two": (
         {1: {"email": "x"}, 2: {"username": "has space"}},
         400,
-        "users[1]: email must look like an email",
+        "users[1].email: must be at least 3 characters",
     ),
     "duplicate": ({2: {"username": "{u0}"}}, 400, "users[2]: duplicate username"),
 }
 
 
+FIELD_RULE_MESSAGES = pytest.mark.since("user-service", "1.1.0")
+"""The user service names a field rule's violation `users[1].email: ...` from this version on."""
+NAMED_BY_FIELD_RULES = {"bad-email", "bad-username", "first-of-two"}
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("case", BAD_BATCHES.values(), ids=BAD_BATCHES.keys())
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(case, id=name, marks=FIELD_RULE_MESSAGES if name in NAMED_BY_FIELD_RULES else ())
+        for name, case in BAD_BATCHES.items()
+    ],
+)
 async def test_a_batch_with_one_invalid_user_stores_none(
     api: Api, unique: str, fmt: str, case: tuple[dict[int, dict[str, Any]], int, str]
 ) -> None:
@@ -248,6 +259,7 @@ async def test_get_user_never_shows_the_password(api: Api, unique: str, fmt: str
     assert head.headers["Content-Type"].startswith(fmt)
 
 
+@FIELD_RULE_MESSAGES
 @pytest.mark.parametrize("fmt", FORMATS)
 async def test_get_user_errors(api: Api, unique: str, fmt: str) -> None:
     unknown = await api.call("GET", f"/user/nobody{unique}", accept=fmt)
@@ -255,7 +267,7 @@ async def test_get_user_errors(api: Api, unique: str, fmt: str) -> None:
     head = await api.call("HEAD", f"/user/nobody{unique}", accept=fmt)
     assert (head.status, head.text) == (404, "")
     invalid = await api.call("GET", "/user/has space", accept=fmt)
-    assert failure(invalid, 400, fmt) == "username may contain only letters, digits and . _ - @"
+    assert failure(invalid, 400, fmt) == "username: may contain only letters, digits and . _ - @"
 
 
 # --- PUT /user/{username} -------------------------------------------------------------------
@@ -320,6 +332,7 @@ async def test_rename(api: Api, unique: str, fmt: str) -> None:
     assert free_again != user_id
 
 
+@FIELD_RULE_MESSAGES
 @pytest.mark.parametrize("fmt", FORMATS)
 async def test_update_user_errors(api: Api, unique: str, fmt: str) -> None:
     user = a_user(unique)
@@ -331,9 +344,9 @@ async def test_update_user_errors(api: Api, unique: str, fmt: str) -> None:
     wrong_key = await put_user(api, f"user{unique}", {**user, "firstName": "Nokey"}, fmt, "guess")
     assert failure(wrong_key, 401, fmt) == "invalid api_key"
     bad_email = await put_user(api, f"user{unique}", {**user, "email": "nope"}, fmt, api.static_key)
-    assert failure(bad_email, 400, fmt) == "email must look like an email"
+    assert failure(bad_email, 400, fmt) == "email: must look like an email"
     bad_name = await put_user(api, f"user{unique}", {**user, "username": "has space"}, fmt, api.static_key)
-    assert failure(bad_name, 400, fmt) == "username may contain only letters, digits and . _ - @"
+    assert failure(bad_name, 400, fmt) == "username: may contain only letters, digits and . _ - @"
     unparseable = await api.call(
         "PUT", f"/user/user{unique}", body="<User", content_type=fmt, accept=fmt, api_key=api.static_key
     )

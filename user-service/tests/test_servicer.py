@@ -206,11 +206,11 @@ async def test_twelve_racing_sign_ups_one_wins(stub: UserServiceAsyncStub) -> No
 @pytest.mark.parametrize(
     ("request_", "message"),
     [
-        (a_create(a_user(email="nope")), "email must look like an email"),
+        (a_create(a_user(email="nope")), "email: must look like an email"),
         (a_create(a_user(username="")), "username is required"),
-        (a_create(a_user(id=-1)), "id must be positive"),
+        (a_create(a_user(id=-1)), "id: must be positive"),
         (a_create(a_user(), password=""), "password is required"),
-        (a_create(a_user(), password="p" * 129), "password must be at most 128 characters"),
+        (a_create(a_user(), password="p" * 129), "password: must be at most 128 characters"),
     ],
 )
 async def test_an_invalid_user_is_invalid_argument(
@@ -240,13 +240,13 @@ async def test_create_users_stores_all_in_order(stub: UserServiceAsyncStub) -> N
     ("users", "code", "message"),
     [
         ([a_user("bob"), a_user("bob")], INVALID, "users[1]: duplicate username"),
-        ([a_user("bob"), a_user("cat", email="x")], INVALID, "users[1]: email must look like an email"),
+        ([a_user("bob"), a_user("cat", email="x")], INVALID, "users[1].email: must be at least 3 characters"),
         (
             [a_user("bob"), a_user("cat"), a_user("taken")],
             ALREADY_EXISTS,
             "users[2]: username taken is taken",
         ),
-        ([], INVALID, "at least one user is required"),
+        ([], INVALID, "users: must not be empty"),
     ],
 )
 async def test_create_users_is_all_or_none(
@@ -265,7 +265,7 @@ async def test_create_users_is_all_or_none(
 async def test_get_of_an_unknown_or_invalid_username(stub: UserServiceAsyncStub) -> None:
     with fails(NOT_FOUND, "user zed not found"):
         await get(stub, "zed")
-    with fails(INVALID, "username may contain only letters, digits and . _ - @"):
+    with fails(INVALID, "username: may contain only letters, digits and . _ - @"):
         await get(stub, "../zed")
 
 
@@ -332,12 +332,12 @@ async def test_only_the_user_or_a_static_key_may_update(stub: UserServiceAsyncSt
         (
             user_service_pb2.UpdateUserRequest(caller=STAFF, username="ann", user=a_user(email="x")),
             INVALID,
-            "email must look like an email",
+            "email: must be at least 3 characters",
         ),
         (
             user_service_pb2.UpdateUserRequest(caller=STAFF, username="ann", user=a_user(), password=""),
             INVALID,
-            "password is required",
+            "password: must be at least 8 characters",
         ),
     ],
 )
@@ -754,7 +754,7 @@ async def test_a_new_password_must_meet_the_policy_an_old_one_still_logs_in(
     assert (await login(stub, password="abc")).session_token
 
     for weak, message in (
-        ("abc", "password must be at least 8 characters"),
+        ("abc", "password: must be at least 8 characters"),
         ("password1", "password is one of the most common passwords: choose another"),
     ):
         with fails(INVALID, message):

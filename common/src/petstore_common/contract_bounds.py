@@ -1,11 +1,15 @@
-"""Bounds that a service enforces and another service (or the gateway) must respect: written
-once, here, and imported by both sides, so that they cannot drift apart."""
+"""Bounds that a service enforces and another service (or the gateway) must respect. Each is
+written once, as a rule on its field in the protos, and read from there by both sides, so that
+they cannot drift apart."""
 
-MAX_IDS_PER_CHECK = 1_000
-"""Pet ids one PetService.FindExistingPets call may ask about (one `$in` query of at most 8 KB of
-ids): the pet service refuses more, the order service never sends more."""
+from petstore.pet.v1 import pet_service_pb2
+from petstore.user.v1 import user_service_pb2
+from petstore_common.rules import field_rules
 
-MAX_USERS_PER_BATCH = 100
-"""Users one UserService.CreateUsers call (HTTP createWithArray / createWithList) may carry. Each
-new password is hashed with argon2id, about 35 ms of CPU on two hashing threads, so 100 users
-take about two seconds, inside the gateway's 5 s deadline; 1,000 would not be."""
+MAX_IDS_PER_CHECK = field_rules(pet_service_pb2.FindExistingPetsRequest, "ids").repeated.max_items
+"""Pet ids one PetService.FindExistingPets call may ask about: the pet service refuses more, the
+order service never sends more."""
+
+MAX_USERS_PER_BATCH = field_rules(user_service_pb2.CreateUsersRequest, "users").repeated.max_items
+"""Users one UserService.CreateUsers call (HTTP createWithArray / createWithList) may carry: the
+user service refuses more, the gateway never sends more (and describes the bound)."""

@@ -9,9 +9,9 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import grpc
@@ -19,7 +19,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import Counter, Histogram
 from pymongo.errors import ConnectionFailure, PyMongoError
 
-from petstore_common.errors import ResourceExhausted, ServiceError
+from petstore_common.errors import InvalidArgument, ResourceExhausted, ServiceError
 from petstore_common.logging import RequestLog, configure_logging
 from petstore_common.metrics import start_metrics_server
 from petstore_common.request_context import (
@@ -27,6 +27,7 @@ from petstore_common.request_context import (
     current_request_id,
     sanitize_request_id,
 )
+from petstore_common.request_validation import RequestValidator
 from petstore_common.settings import HasServiceSettings, ServiceSettings, SettingsError
 from petstore_common.tracing import configure_tracing
 
@@ -72,6 +73,9 @@ class ServiceDefinition:
     on_stop: Callable[[], Awaitable[None]] | None = None
     """Called when stopping, before in-flight calls drain: ends long-lived streams, which
     would otherwise hold the stop for the whole grace period."""
+    validator: RequestValidator = field(default_factory=RequestValidator)
+    """Checks every request against its message's field rules before the servicer sees it;
+    the service gives it the client's names for its fields."""
 
 
 SettingsT = TypeVar("SettingsT", bound=HasServiceSettings)
@@ -128,10 +132,12 @@ class Readiness:
 
 
 class RequestInterceptor(grpc.aio.ServerInterceptor):
-    """Per unary call: request id from metadata, domain errors to statuses, logs and metrics."""
+    """Per unary call: request id from metadata, the request's field rules checked, domain
+    errors to statuses, logs and metrics. Per server-streaming call: the request's field rules."""
 
-    def __init__(self, readiness: Readiness | None = None) -> None:
+    def __init__(self, readiness: Readiness | None = None, validator: RequestValidator | None = None) -> None:
         self._readiness = readiness
+        self._validator = validator or RequestValidator()
 
     async def intercept_service(
         self,
@@ -139,18 +145,44 @@ class RequestInterceptor(grpc.aio.ServerInterceptor):
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[Any, Any] | None:
         handler = await continuation(handler_call_details)
-        if handler is None or handler.unary_unary is None:
+        if handler is None:
             return handler
         method: str = handler_call_details.method
-        return grpc.unary_unary_rpc_method_handler(
-            _observed(method, handler.unary_unary, self._readiness),
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        if handler.unary_unary is not None:
+            return grpc.unary_unary_rpc_method_handler(
+                _observed(method, handler.unary_unary, self._readiness, self._validator),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        # Health's Watch writes through its context rather than yielding, and has no rules.
+        if handler.unary_stream is not None and not method.startswith("/grpc.health"):
+            return grpc.unary_stream_rpc_method_handler(
+                _validated_stream(handler.unary_stream, self._validator),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler
+
+
+def _validated_stream(
+    behaviour: Callable[..., Any], validator: RequestValidator
+) -> Callable[..., AsyncIterator[Any]]:
+    async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
+        try:
+            validator.check(request)
+        except InvalidArgument as exc:
+            await context.abort(exc.code, exc.message)
+        async for response in behaviour(request, context):
+            yield response
+
+    return stream
 
 
 def _observed(
-    method: str, behaviour: Callable[..., Any], readiness: Readiness | None = None
+    method: str,
+    behaviour: Callable[..., Any],
+    readiness: Readiness | None = None,
+    validator: RequestValidator | None = None,
 ) -> Callable[..., Awaitable[Any]]:
     async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         metadata = dict(context.invocation_metadata() or ())
@@ -159,6 +191,8 @@ def _observed(
         started = time.perf_counter()
         code = grpc.StatusCode.OK
         try:
+            if validator is not None:
+                validator.check(request)  # an InvalidArgument, answered below like the servicer's
             return await behaviour(request, context)
         except ServiceError as exc:
             code = exc.code
@@ -241,7 +275,7 @@ async def start_service(definition: ServiceDefinition, settings: ServiceSettings
     health_servicer = health.aio.HealthServicer()
     readiness = Readiness(definition, health_servicer)
     server = grpc.aio.server(
-        interceptors=[RequestInterceptor(readiness)],
+        interceptors=[RequestInterceptor(readiness, definition.validator)],
         maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
         options=server_options(settings),
     )

@@ -9,6 +9,9 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 from openapi_spec_validator import validate
 
+from petstore.order.v1 import order_pb2
+from petstore.pet.v1 import pet_pb2
+from petstore_common.rules import field_rules
 from petstore_gateway.apidoc import DOCUMENT_ROUTES
 from petstore_gateway.apidoc.swagger import (
     EMAIL_PATTERN,
@@ -283,15 +286,15 @@ def test_constraints_match_what_the_services_check(documents: dict[str, dict[str
     pet, order = definitions["Pet"], definitions["Order"]
     assert pet["required"] == ["name", "photoUrls"]
     assert pet["properties"]["status"]["enum"] == list(PET_STATUSES)
-    assert pet["properties"]["name"]["maxLength"] == 256
+    assert pet["properties"]["name"]["maxLength"] == field_rules(pet_pb2.Pet, "name").string.max_len
     assert pet["properties"]["id"] == {
         "type": "integer",
         "format": "int64",
-        "minimum": 1,
+        "minimum": field_rules(pet_pb2.Pet, "id").int64.gt + 1,
         "description": pet["properties"]["id"]["description"],
     }
     assert order["required"] == ["petId"]
-    assert order["properties"]["quantity"]["minimum"] == 1
+    assert order["properties"]["quantity"]["minimum"] == field_rules(order_pb2.Order, "quantity").int32.gte
     assert order["properties"]["status"]["enum"] == list(ORDER_STATUSES)
     assert order["properties"]["shipDate"]["format"] == "date-time"
     assert definitions["NewUser"]["required"] == ["username", "email", "password"]
@@ -302,9 +305,13 @@ def test_constraints_match_what_the_services_check(documents: dict[str, dict[str
     ("pattern", "matches", "refused"),
     [
         (TEXT_PATTERN, ["", "Rex", "é 😀"], ["a\x00b", "tab\there", "\x85"]),
-        (NAME_PATTERN, ["Rex", " Rex ", "😀"], ["", "   ", "a\nb"]),
-        (EMAIL_PATTERN, ["a@b", "ann@example.com"], ["", "ann", "a@b@c", "a b@c", "@b", "a@", "a\x01@b"]),
-        (OPTIONAL_EMAIL_PATTERN, ["", "a@b"], ["ann", "a@"]),
+        (NAME_PATTERN, ["Rex", " Rex ", "😀"], ["", "   ", "a\nb", "\x85Rex"]),
+        (
+            EMAIL_PATTERN,
+            ["a@b", "ann@example.com", "名前@例え.jp"],
+            ["", "ann", "a@b@c", "a b@c", "@b", "a@", "a\x01@b", "a\u00a0b@c", "a@b\u3000"],
+        ),
+        (OPTIONAL_EMAIL_PATTERN, ["", "a@b"], ["ann", "a@", " "]),
         (USERNAME_PATTERN, ["ann", "a.b_c-d@e"], ["", "an n", "änn", "a/b"]),
     ],
 )

@@ -18,6 +18,7 @@ from petstore_order.settings import OrderSettings
 from petstore_order.storage.base import OrderStore
 from petstore_order.storage.memory import MemoryOrderStore
 from petstore_order.storage.mongo import MongoOrderStore
+from petstore_order.validation import REQUEST_RULES
 
 SERVICE_NAME = "petstore.order.v1.OrderService"
 
@@ -39,7 +40,9 @@ def build_definition(
     def register(server: grpc.aio.Server) -> None:
         order_service_pb2_grpc.add_OrderServiceServicer_to_server(servicer, server)
 
-    return ServiceDefinition(SERVICE_NAME, register, (readiness or StoreReadiness(store)).check)
+    return ServiceDefinition(
+        SERVICE_NAME, register, (readiness or StoreReadiness(store)).check, validator=REQUEST_RULES
+    )
 
 
 @asynccontextmanager

@@ -17,6 +17,7 @@ from petstore_pet.settings import PetSettings
 from petstore_pet.storage.base import PetStore
 from petstore_pet.storage.memory import MemoryPetStore
 from petstore_pet.storage.mongo import MongoPetStore
+from petstore_pet.validation import REQUEST_RULES
 
 SERVICE_NAME = "petstore.pet.v1.PetService"
 
@@ -37,7 +38,11 @@ def build_definition(
         pet_service_pb2_grpc.add_PetServiceServicer_to_server(servicer, server)
 
     return ServiceDefinition(
-        SERVICE_NAME, register, (readiness or StoreReadiness(store)).check, on_stop=store.changes.close
+        SERVICE_NAME,
+        register,
+        (readiness or StoreReadiness(store)).check,
+        on_stop=store.changes.close,
+        validator=REQUEST_RULES,
     )
 
 

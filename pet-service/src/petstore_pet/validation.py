@@ -1,47 +1,47 @@
-"""The service is the authority on values and bounds: each check raises InvalidArgument."""
+"""The service is the authority on values and bounds: each check raises InvalidArgument.
+
+The field rules (ids, lengths, counts, patterns, statuses) are annotations in the protos, checked
+on every request by the shared server interceptor before a servicer method runs; REQUEST_RULES
+tells it the client's names and words for them. What is left here depends on the RPC or on
+several fields: which fields a create or an update mask requires, the mask's paths, a list's
+filters, and the URL an upload makes.
+"""
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Collection, Sequence
 
 from google.protobuf.field_mask_pb2 import FieldMask
 
-from petstore.pet.v1 import pet_pb2
-from petstore_common.contract_bounds import MAX_IDS_PER_CHECK
+from petstore.pet.v1 import pet_pb2, pet_service_pb2
 from petstore_common.errors import InvalidArgument
-from petstore_pet.storage.base import PET_FIELDS, STATUS_NAMES, Status
+from petstore_common.request_validation import RequestValidator
+from petstore_common.rules import field_rules
+from petstore_pet.storage.base import PET_FIELDS, Status
 
-MAX_NAME_CHARS = 256
-MAX_PHOTO_URLS = 64
-MAX_PHOTO_URL_CHARS = 2048
-MAX_TAGS = 64
-MAX_TAG_NAME_FILTERS = 64
-IMAGE_ID_CHARS = 32
-MAX_IMAGE_METADATA_CHARS = 1024
-MAX_FILE_NAME_CHARS = 256
+_PHOTO_URL = field_rules(pet_pb2.Pet, "photo_urls").repeated
+MAX_PHOTO_URLS = _PHOTO_URL.max_items
+MAX_PHOTO_URL_CHARS = _PHOTO_URL.items.string.max_len
+TEXT_PATTERN = _PHOTO_URL.items.string.pattern
+"""Text without control characters (Unicode category Cc), as every text field of a pet is."""
 
-
-def check_id(value: int, field: str = "id") -> int:
-    """Ids are 1..2^63-1; int64 already bounds the top."""
-    if value <= 0:
-        raise InvalidArgument(f"{field} must be positive")
-    return value
-
-
-def check_existence_question(pet_ids: Sequence[int]) -> set[int]:
-    """FindExistingPets' ids: at least one, at most MAX_IDS_PER_CHECK, each a valid id."""
-    if not pet_ids:
-        raise InvalidArgument("ids must name at least one pet")
-    if len(pet_ids) > MAX_IDS_PER_CHECK:
-        raise InvalidArgument(f"ids may name at most {MAX_IDS_PER_CHECK} pets")
-    return {check_id(pet_id, "ids") for pet_id in pet_ids}
+REQUEST_RULES = RequestValidator(
+    field_names={
+        "petstore.pet.v1.ListPetsRequest.statuses": "status",
+        "petstore.pet.v1.ListPetsRequest.tag_names": "tags",
+        "petstore.pet.v1.UploadPetImageRequest.file_name": "the file's filename",
+    },
+    pattern_phrases={
+        TEXT_PATTERN: "must not contain control characters",
+        field_rules(pet_service_pb2.GetPetImageRequest, "image_id").string.pattern: (
+            "must be 32 lowercase hexadecimal digits"
+        ),
+    },
+)
 
 
 def check_new_pet(pet: pet_pb2.Pet) -> None:
-    """A pet to create: every field, and the id when the client chose one."""
-    if pet.HasField("id"):
-        check_id(pet.id)
+    """A pet to create: every field is written, so the name is required."""
     check_pet_fields(pet, PET_FIELDS)
 
 
@@ -49,7 +49,6 @@ def update_fields(pet: pet_pb2.Pet, mask: FieldMask) -> tuple[str, ...]:
     """The fields an UpdatePet writes (all when the mask is empty), each checked."""
     if not pet.HasField("id"):
         raise InvalidArgument("id is required")
-    check_id(pet.id)
     fields = PET_FIELDS
     if mask.paths:
         for path in mask.paths:
@@ -63,66 +62,21 @@ def update_fields(pet: pet_pb2.Pet, mask: FieldMask) -> tuple[str, ...]:
 
 
 def check_pet_fields(pet: pet_pb2.Pet, fields: Collection[str]) -> None:
-    if "name" in fields:
-        if not pet.name.strip():
-            raise InvalidArgument("name is required")
-        check_text(pet.name, "name")
-    if "status" in fields and pet.status != pet_pb2.PET_STATUS_UNSPECIFIED:
-        check_status(pet.status)
-    if "category" in fields and pet.HasField("category"):
-        _check_label(pet.category, "category")
-    if "photo_urls" in fields:
-        if len(pet.photo_urls) > MAX_PHOTO_URLS:
-            raise InvalidArgument(f"photoUrls must have at most {MAX_PHOTO_URLS} entries")
-        for index, url in enumerate(pet.photo_urls):
-            check_text(url, f"photoUrls[{index}]", max_chars=MAX_PHOTO_URL_CHARS)
-    if "tags" in fields:
-        if len(pet.tags) > MAX_TAGS:
-            raise InvalidArgument(f"tags must have at most {MAX_TAGS} entries")
-        for index, tag in enumerate(pet.tags):
-            _check_label(tag, f"tags[{index}]")
-
-
-def check_status(status: int) -> None:
-    if status not in STATUS_NAMES:
-        raise InvalidArgument(f"status {status} is not a valid pet status")
-
-
-def check_text(value: str, field: str, *, max_chars: int = MAX_NAME_CHARS) -> None:
-    if len(value) > max_chars:
-        raise InvalidArgument(f"{field} must be at most {max_chars} characters")
-    if any(unicodedata.category(char) == "Cc" for char in value):
-        raise InvalidArgument(f"{field} must not contain control characters")
+    """Written fields the rules leave optional: a written name must not be blank."""
+    if "name" in fields and not pet.name.strip():
+        raise InvalidArgument("name is required")
 
 
 def check_list_filter(statuses: Sequence[Status], tag_names: Sequence[str]) -> None:
-    """ListPets needs at least one filter; each must be a real status or a tag name."""
+    """ListPets needs at least one filter."""
     if not statuses and not tag_names:
         raise InvalidArgument("at least one status or tag name is required")
-    for status in statuses:
-        check_status(status)
-    if len(tag_names) > MAX_TAG_NAME_FILTERS:
-        raise InvalidArgument(f"tags must have at most {MAX_TAG_NAME_FILTERS} entries")
-    for index, name in enumerate(tag_names):
-        if not name:
-            raise InvalidArgument(f"tags[{index}] must not be empty")
-        check_text(name, f"tags[{index}]")
 
 
-def check_image_details(additional_metadata: str, file_name: str) -> None:
-    check_text(additional_metadata, "additionalMetadata", max_chars=MAX_IMAGE_METADATA_CHARS)
-    check_text(file_name, "the file's filename", max_chars=MAX_FILE_NAME_CHARS)
-
-
-def check_image_id(image_id: str) -> str:
-    """Image ids are 32 lowercase hex digits (a UUID's), as UploadPetImage makes them."""
-    if len(image_id) != IMAGE_ID_CHARS or not all(char in "0123456789abcdef" for char in image_id):
-        raise InvalidArgument(f"imageId must be {IMAGE_ID_CHARS} lowercase hexadecimal digits")
-    return image_id
-
-
-def _check_label(label: pet_pb2.Category | pet_pb2.Tag, field: str) -> None:
-    if label.HasField("id"):
-        check_id(label.id, f"{field}.id")
-    if label.HasField("name"):
-        check_text(label.name, f"{field}.name")
+def check_photo_url(url: str) -> None:
+    """The URL an upload adds to its pet's photoUrls must be one photoUrls may hold (by the
+    same rules, checked the same way)."""
+    try:
+        REQUEST_RULES.check(pet_pb2.Pet(photo_urls=[url]))
+    except InvalidArgument as exc:
+        raise InvalidArgument(exc.message.replace("photoUrls[0]", "the image's URL", 1)) from None

@@ -18,7 +18,9 @@ from typing import TypeVar
 from argon2 import Parameters, PasswordHasher, Type
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
+from petstore.user.v1 import user_service_pb2
 from petstore_common.errors import InvalidArgument
+from petstore_common.rules import field_rules
 from petstore_user.common_passwords import is_common
 
 log = logging.getLogger(__name__)
@@ -38,13 +40,14 @@ with other parameters keep verifying and are upgraded at the next successful log
 MAX_CONCURRENT_HASHES = 2
 """Hashes computed at once per process (about 38 MiB of argon2 memory at most)."""
 
-MIN_PASSWORD_CHARS = 8
-"""NIST SP 800-63B 5.1.1.2: at least 8 characters for a password the user chooses."""
-MAX_PASSWORD_CHARS = 128
-"""Long enough for any passphrase, short enough to hash cheaply."""
-MIN_LOGIN_PASSWORD_CHARS = 1
-"""Login takes the shorter passwords accounts had before the policy: they keep working until
-the next change, which must meet it."""
+_NEW_PASSWORD = field_rules(user_service_pb2.CreateUserRequest, "password").string
+MIN_PASSWORD_CHARS = _NEW_PASSWORD.min_len
+"""NIST SP 800-63B 5.1.1.2: at least 8 characters for a password the user chooses (the
+contract's rule on a new password, read from the proto)."""
+MAX_PASSWORD_CHARS = _NEW_PASSWORD.max_len
+"""Long enough for any passphrase, short enough to hash cheaply (the contract's rule too). Login
+takes the shorter passwords accounts had before the policy: they keep working until the next
+change, which must meet it; a longer one than this is no stored password."""
 
 T = TypeVar("T")
 
@@ -67,14 +70,9 @@ def map_hash_memory_directly(threshold_bytes: int = 128 * 1024) -> bool:
 
 
 def check_password(password: str, field: str = "password", *, username: str = "") -> None:
-    """A new password (sign-up or change): any characters, 8..128 of them, not a common one and
-    not the username. No composition rules and no expiry, as NIST SP 800-63B advises."""
-    if not password:
-        raise InvalidArgument(f"{field} is required")
-    if len(password) < MIN_PASSWORD_CHARS:
-        raise InvalidArgument(f"{field} must be at least {MIN_PASSWORD_CHARS} characters")
-    if len(password) > MAX_PASSWORD_CHARS:
-        raise InvalidArgument(f"{field} must be at most {MAX_PASSWORD_CHARS} characters")
+    """A new password (sign-up or change), once its field rules passed (any characters, 8..128
+    of them): not a common one and not the username. No composition rules and no expiry, as
+    NIST SP 800-63B advises."""
     if is_common(password):
         raise InvalidArgument(f"{field} is one of the most common passwords: choose another")
     if username and password.casefold() == username.casefold():

@@ -20,6 +20,7 @@ from petstore_user.settings import UserSettings
 from petstore_user.storage.base import UserStore
 from petstore_user.storage.memory import MemoryUserStore
 from petstore_user.storage.mongo import MongoUserStore
+from petstore_user.validation import REQUEST_RULES
 
 SERVICE_NAME = "petstore.user.v1.UserService"
 
@@ -38,7 +39,9 @@ def build_definition(
     def register(server: grpc.aio.Server) -> None:
         user_service_pb2_grpc.add_UserServiceServicer_to_server(servicer, server)
 
-    return ServiceDefinition(SERVICE_NAME, register, (readiness or StoreReadiness(store)).check)
+    return ServiceDefinition(
+        SERVICE_NAME, register, (readiness or StoreReadiness(store)).check, validator=REQUEST_RULES
+    )
 
 
 @asynccontextmanager

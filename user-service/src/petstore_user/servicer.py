@@ -31,7 +31,7 @@ from petstore_common.idempotency import DEFAULT_TTL_SECONDS, Idempotency, Reserv
 from petstore_common.mongo import KeyedLocks
 from petstore_common.versions import required_versions
 from petstore_user import login_throttle, validation
-from petstore_user.passwords import MAX_PASSWORD_CHARS, MIN_LOGIN_PASSWORD_CHARS, Passwords
+from petstore_user.passwords import MAX_PASSWORD_CHARS, Passwords
 from petstore_user.sessions import MAX_SESSION_ID_CHARS, SessionTokens
 from petstore_user.storage.base import Account, UserStore, not_found
 
@@ -100,7 +100,7 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
     async def GetUser(
         self, request: user_service_pb2.GetUserRequest, context: Context
     ) -> user_service_pb2.GetUserResponse:
-        user = await self._store.get(validation.check_username(request.username))
+        user = await self._store.get(request.username)
         if is_staff(request.caller) or customer_id(request.caller) == user.id:
             return user_service_pb2.GetUserResponse(user=user, view=user_service_pb2.USER_VIEW_FULL)
         public = user_pb2.User(id=user.id, username=user.username)
@@ -109,7 +109,8 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
     async def UpdateUser(
         self, request: user_service_pb2.UpdateUserRequest, context: Context
     ) -> user_service_pb2.UpdateUserResponse:
-        username = validation.check_update(request)
+        validation.check_update(request)
+        username = request.username
         current = await self._changeable(request.caller, username)
         user = request.user
         if not is_staff(request.caller):
@@ -127,7 +128,7 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
     async def DeleteUser(
         self, request: user_service_pb2.DeleteUserRequest, context: Context
     ) -> user_service_pb2.DeleteUserResponse:
-        username = validation.check_username(request.username)
+        username = request.username
         current = await self._changeable(request.caller, username)
         await self._store.delete(current.id, username)
         return user_service_pb2.DeleteUserResponse()
@@ -135,10 +136,9 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
     async def Login(
         self, request: user_service_pb2.LoginRequest, context: Context
     ) -> user_service_pb2.LoginResponse:
-        username = validation.check_username(request.username)
-        password = request.password
-        if not password:  # no guess at all: counts against nobody
-            raise InvalidArgument("password is required")
+        # The field rules refused a login without a password: no guess at all, it counts
+        # against nobody.
+        username, password = request.username, request.password
         # Attempts at one account take turns in this process: each reads the count the one
         # before it left, so a burst of parallel guesses cannot all pass one check of it.
         async with self._attempts.hold(username):
@@ -170,7 +170,7 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         if wait:  # refused unheard, right password or not: a guess now would tell nothing
             raise ResourceExhausted(login_throttle.too_many_failures(wait), retry_after_seconds=wait)
         # A password no stored one can be (too long) is wrong without costing a hash.
-        in_bounds = MIN_LOGIN_PASSWORD_CHARS <= len(password) <= MAX_PASSWORD_CHARS
+        in_bounds = len(password) <= MAX_PASSWORD_CHARS
         if not (in_bounds and await self._passwords.verify(account.password_hash, password)):
             await self._store.record_login_failure(
                 account.user.id, now, forget_before=now - login_throttle.FORGET_AFTER_SECONDS

@@ -9,18 +9,27 @@ is derived rather than written down:
 - 413 and 415 on every operation that reads a body or a form, and 406, 429 and 503 (both with
   Retry-After) on every operation (all of them call a service); Retry-After on every 409.
 
-Bounds mirror the services' validation (each constant names where it comes from); property
-names and XML names mirror `representations/` (a test keeps the two in step).
+Bounds and patterns of fields are the protos' field rules (protovalidate annotations, which the
+services enforce), read from the descriptors; property names and XML names mirror
+`representations/` (a test keeps the two in step).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from buf.validate.validate_pb2 import FieldRules, StringRules
+from google.protobuf.message import Message
+
+from petstore.order.v1 import order_pb2, order_service_pb2
+from petstore.pet.v1 import pet_pb2, pet_service_pb2
+from petstore.user.v1 import user_pb2, user_service_pb2
 from petstore_common.idempotency_keys import MAX_KEY_CHARS
 from petstore_common.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from petstore_common.rules import field_rules
 from petstore_gateway.access import Access, access_of, staff_only_refusal
 from petstore_gateway.idempotency import IDEMPOTENCY_KEY_HEADER, REPLAYED_HEADER
 from petstore_gateway.images import IMAGE_CACHE_CONTROL, IMAGE_HEADERS
@@ -62,41 +71,71 @@ SECURITY_DEFINITIONS = {
     },
 }
 
-_CONTROL = r"\x00-\x1f\x7f-\x9f"
-"""Unicode category Cc: every service refuses these in its text fields."""
-TEXT_PATTERN = rf"^[^{_CONTROL}]*$"
-NAME_PATTERN = rf"^[^{_CONTROL}]*[^\s{_CONTROL}][^{_CONTROL}]*$"
-"""Text that is not blank."""
+# Bounds and patterns of request fields are the contract's: protovalidate rules on the protos'
+# fields, read here from the descriptors, so that a rule changed in a proto (and `make protos`)
+# changes what the services check and what both documents publish, at once.
 
-# pet-service validation.py
-MAX_PET_NAME_CHARS = 256
-MAX_PHOTO_URL_CHARS = 2048
-MAX_TAG_NAME_FILTERS = 64
-MAX_IMAGE_METADATA_CHARS = 1024
+
+def _string(message: type[Message], field: str) -> StringRules:
+    return field_rules(message, field).string
+
+
+def _minimum(message: type[Message], field: str) -> int:
+    """The least value an integer field's rules let through (gt 0: 1)."""
+    rules = field_rules(message, field)
+    numbers = rules.int64 if rules.HasField("int64") else rules.int32
+    return numbers.gt + 1 if numbers.HasField("gt") else numbers.gte
+
+
+def _min_length(rules: FieldRules) -> int:
+    """A required string is at least one character long."""
+    return max(rules.string.min_len, 1 if rules.required else 0)
+
+
+def _not_blank(text_pattern: str) -> str:
+    """`text_pattern`, and at least one character that is no space. A pattern of the form
+    ^[^...]*$ (the protos' text) becomes the same class around one such character, which every
+    generator and validator of JSON Schema handles; any other takes a lookahead."""
+    match = re.fullmatch(r"\^\[\^(.+)\]\*\$", text_pattern)
+    if match is None:
+        return rf"^(?=.*\S)(?:{text_pattern})"
+    chars = match.group(1)
+    return rf"^[^{chars}]*[^\s{chars}][^{chars}]*$"
+
+
+_PET_NAME = _string(pet_pb2.Pet, "name")
+TEXT_PATTERN = _PET_NAME.pattern
+"""Text without control characters (Unicode category Cc): every service refuses these in its
+text fields."""
+NAME_PATTERN = _not_blank(TEXT_PATTERN)
+"""Text that is not blank."""
+ID_MINIMUM = _minimum(pet_service_pb2.GetPetRequest, "id")
+
+MAX_PET_NAME_CHARS = _PET_NAME.max_len
+_PHOTO_URLS = field_rules(pet_pb2.Pet, "photo_urls").repeated
+_TAG_FILTERS = field_rules(pet_service_pb2.ListPetsRequest, "tag_names").repeated
+MAX_TAG_NAME_FILTERS = _TAG_FILTERS.max_items
+_IMAGE_METADATA = _string(pet_service_pb2.UploadPetImageRequest, "additional_metadata")
+IMAGE_ID_PATTERN = _string(pet_service_pb2.GetPetImageRequest, "image_id").pattern
 # pet-service images.py
 MAX_IMAGES_PER_PET = 16
 MAX_IMAGE_PIXELS = 4096 * 4096
 IMAGE_MEDIA_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 MAX_PAGE_TOKEN_CHARS = 256
 """Tokens are opaque and short (about 50 characters); longer ones are never valid."""
-# order-service validation.py
-MIN_QUANTITY = 1
-MAX_QUANTITY = 1_000_000
-# user-service validation.py and passwords.py
-MAX_USERNAME_CHARS = 64
-USERNAME_PATTERN = r"^[A-Za-z0-9._@-]+$"
-MIN_EMAIL_CHARS = 3
-MAX_EMAIL_CHARS = 254
-_EMAIL = rf"[^@\s{_CONTROL}]+@[^@\s{_CONTROL}]+"
-EMAIL_PATTERN = f"^{_EMAIL}$"
-OPTIONAL_EMAIL_PATTERN = f"^({_EMAIL})?$"
+_QUANTITY = field_rules(order_pb2.Order, "quantity").int32
+MIN_QUANTITY = _QUANTITY.gte
+MAX_QUANTITY = _QUANTITY.lte
+_USERNAME = field_rules(user_pb2.User, "username")
+USERNAME_PATTERN = _USERNAME.string.pattern
+_EMAIL = _string(user_pb2.User, "email")
+EMAIL_PATTERN = _EMAIL.pattern
+OPTIONAL_EMAIL_PATTERN = f"^$|{EMAIL_PATTERN}"
 """An update may leave the email empty, never invalid; a created user always has one."""
-MAX_USER_TEXT_CHARS = 256
-MIN_PASSWORD_CHARS = 1
+_LOGIN_PASSWORD = field_rules(user_service_pb2.LoginRequest, "password")
 """At login: accounts from before the password policy keep their shorter passwords."""
-MIN_NEW_PASSWORD_CHARS = 8
+_NEW_PASSWORD = _string(user_service_pb2.CreateUserRequest, "password")
 """A new password (sign-up, change): NIST SP 800-63B, and not a common one."""
-MAX_PASSWORD_CHARS = 128
 
 Json = dict[str, Any]
 
@@ -113,20 +152,21 @@ def _int32(**extra: Any) -> Json:
     return {"type": "integer", "format": "int32", **extra}
 
 
-def _text(max_chars: int, **extra: Any) -> Json:
-    return {"type": "string", "maxLength": max_chars, "pattern": TEXT_PATTERN, **extra}
+def _text(rules: StringRules, **extra: Any) -> Json:
+    """A string field as its rules bound it (length, pattern)."""
+    return {"type": "string", "maxLength": rules.max_len, "pattern": rules.pattern, **extra}
 
 
 NO_CONTROL_CHARS = "Control characters are refused."
 
 
-def _id_and_name(what: str, xml_name: str | None) -> Json:
+def _id_and_name(message: type[Message], what: str, xml_name: str | None) -> Json:
     schema: Json = {
         "type": "object",
         "description": f"A {what}: either field may be left out.",
         "properties": {
-            "id": _int64(minimum=1),
-            "name": _text(MAX_PET_NAME_CHARS, description=NO_CONTROL_CHARS),
+            "id": _int64(minimum=_minimum(message, "id")),
+            "name": _text(_string(message, "name"), description=NO_CONTROL_CHARS),
         },
     }
     if xml_name:
@@ -137,30 +177,30 @@ def _id_and_name(what: str, xml_name: str | None) -> Json:
 def _user(*, required: Sequence[str], password: bool, strict_email: bool, description: str) -> Json:
     """The User shapes differ only in what is required, whether a password goes in, and
     whether the email must be present (an update may send it empty)."""
-    email: Json = {"type": "string", "maxLength": MAX_EMAIL_CHARS, "pattern": OPTIONAL_EMAIL_PATTERN}
+    email: Json = {"type": "string", "maxLength": _EMAIL.max_len, "pattern": OPTIONAL_EMAIL_PATTERN}
     if strict_email:
-        email.update(minLength=MIN_EMAIL_CHARS, pattern=EMAIL_PATTERN)
+        email.update(minLength=_EMAIL.min_len, pattern=EMAIL_PATTERN)
     properties: Json = {
-        "id": _int64(minimum=1),
+        "id": _int64(minimum=ID_MINIMUM),  # a new user's id (the user service checks it)
         "username": {
             "type": "string",
-            "minLength": 1,
-            "maxLength": MAX_USERNAME_CHARS,
+            "minLength": _min_length(_USERNAME),
+            "maxLength": _USERNAME.string.max_len,
             "pattern": USERNAME_PATTERN,
         },
-        "firstName": _text(MAX_USER_TEXT_CHARS),
-        "lastName": _text(MAX_USER_TEXT_CHARS),
+        "firstName": _text(_string(user_pb2.User, "first_name")),
+        "lastName": _text(_string(user_pb2.User, "last_name")),
         "email": email,
     }
     if password:
         properties["password"] = {
             "type": "string",
-            "minLength": MIN_NEW_PASSWORD_CHARS,
-            "maxLength": MAX_PASSWORD_CHARS,
+            "minLength": _NEW_PASSWORD.min_len,
+            "maxLength": _NEW_PASSWORD.max_len,
             "description": "Stored as a hash; never returned. Not one of the 30,000 most common "
             "passwords (zxcvbn's list), nor the username.",
         }
-    properties["phone"] = _text(MAX_USER_TEXT_CHARS)
+    properties["phone"] = _text(_string(user_pb2.User, "phone"))
     properties["userStatus"] = _int32(description="User status")
     schema: Json = {"type": "object", "description": description}
     if required:
@@ -171,16 +211,18 @@ def _user(*, required: Sequence[str], password: bool, strict_email: bool, descri
 
 def definitions() -> Json:
     return {
-        "Category": _id_and_name("category", None),
-        "Tag": _id_and_name("tag", "tag"),
+        "Category": _id_and_name(pet_pb2.Category, "category", None),
+        "Tag": _id_and_name(pet_pb2.Tag, "tag", "tag"),
         "Pet": {
             "type": "object",
             "required": ["name", "photoUrls"],
             "properties": {
-                "id": _int64(minimum=1, description="Chosen by the store when left out."),
+                "id": _int64(
+                    minimum=_minimum(pet_pb2.Pet, "id"), description="Chosen by the store when left out."
+                ),
                 "category": ref("Category"),
                 "name": _text(
-                    MAX_PET_NAME_CHARS,
+                    _PET_NAME,
                     minLength=1,
                     pattern=NAME_PATTERN,
                     example="doggie",
@@ -190,7 +232,7 @@ def definitions() -> Json:
                     "type": "array",
                     "maxItems": MAX_PHOTO_URLS,
                     "xml": {"wrapped": True},
-                    "items": _text(MAX_PHOTO_URL_CHARS, xml={"name": "photoUrl"}),
+                    "items": _text(_PHOTO_URLS.items.string, xml={"name": "photoUrl"}),
                 },
                 "tags": {
                     "type": "array",
@@ -210,8 +252,12 @@ def definitions() -> Json:
             "type": "object",
             "required": ["petId"],
             "properties": {
-                "id": _int64(minimum=1, description="Chosen by the store when left out."),
-                "petId": _int64(minimum=1, description="A pet that exists."),
+                "id": _int64(
+                    minimum=_minimum(order_pb2.Order, "id"), description="Chosen by the store when left out."
+                ),
+                "petId": _int64(
+                    minimum=_minimum(order_pb2.Order, "pet_id"), description="A pet that exists."
+                ),
                 "quantity": _int32(minimum=MIN_QUANTITY, maximum=MAX_QUANTITY, default=1),
                 "shipDate": {
                     "type": "string",
@@ -272,7 +318,7 @@ def definitions() -> Json:
 # Parameters and responses
 
 
-def _path_id(name: str, what: str) -> Json:
+def _path_id(name: str, what: str, minimum: int) -> Json:
     return {
         "name": name,
         "in": "path",
@@ -280,20 +326,20 @@ def _path_id(name: str, what: str) -> Json:
         "required": True,
         "type": "integer",
         "format": "int64",
-        "minimum": 1,
+        "minimum": minimum,
     }
 
 
-PET_ID = _path_id("petId", "pet")
-ORDER_ID = _path_id("orderId", "order")
+PET_ID = _path_id("petId", "pet", _minimum(pet_service_pb2.GetPetRequest, "id"))
+ORDER_ID = _path_id("orderId", "order", _minimum(order_service_pb2.GetOrderRequest, "id"))
 USERNAME = {
     "name": "username",
     "in": "path",
     "description": "The user's username",
     "required": True,
     "type": "string",
-    "maxLength": MAX_USERNAME_CHARS,
-    "pattern": USERNAME_PATTERN,
+    "maxLength": _string(user_service_pb2.GetUserRequest, "username").max_len,
+    "pattern": _string(user_service_pb2.GetUserRequest, "username").pattern,
 }
 
 
@@ -476,7 +522,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "type": "array",
                 "minItems": 1,
                 "maxItems": MAX_TAG_NAME_FILTERS,
-                "items": _text(MAX_PET_NAME_CHARS, minLength=1),
+                "items": _text(_TAG_FILTERS.items.string, minLength=_TAG_FILTERS.items.string.min_len),
                 "collectionFormat": "multi",
             },
             *PAGING,
@@ -558,8 +604,8 @@ OPERATIONS: tuple[Operation, ...] = (
                 "description": "Additional data to pass to server",
                 "required": False,
                 "type": "string",
-                "maxLength": MAX_IMAGE_METADATA_CHARS,
-                "pattern": TEXT_PATTERN,
+                "maxLength": _IMAGE_METADATA.max_len,
+                "pattern": _IMAGE_METADATA.pattern,
             },
             {
                 "name": "file",
@@ -601,7 +647,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "description": "ID of the image, as uploadFile named it",
                 "required": True,
                 "type": "string",
-                "pattern": "^[0-9a-f]{32}$",
+                "pattern": IMAGE_ID_PATTERN,
             },
         ),
         description="Open to anyone. An image never changes: its ETag holds for ever; any cache may keep it.",
@@ -661,7 +707,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "required": False,
                 "type": "integer",
                 "format": "int64",
-                "minimum": 1,
+                "minimum": _minimum(order_service_pb2.ListOrdersRequest, "pet_id"),
             },
             {
                 "name": "username",
@@ -669,8 +715,8 @@ OPERATIONS: tuple[Operation, ...] = (
                 "description": "Only orders this user placed (staff; a customer may name only itself)",
                 "required": False,
                 "type": "string",
-                "minLength": 1,
-                "maxLength": MAX_USERNAME_CHARS,
+                "minLength": _min_length(_USERNAME),
+                "maxLength": _USERNAME.string.max_len,
                 "pattern": USERNAME_PATTERN,
             },
             *_paging("orders"),
@@ -794,8 +840,8 @@ OPERATIONS: tuple[Operation, ...] = (
                 "description": "The user name for login",
                 "required": True,
                 "type": "string",
-                "minLength": 1,
-                "maxLength": MAX_USERNAME_CHARS,
+                "minLength": _min_length(field_rules(user_service_pb2.LoginRequest, "username")),
+                "maxLength": _string(user_service_pb2.LoginRequest, "username").max_len,
             },
             {
                 "name": "password",
@@ -803,8 +849,8 @@ OPERATIONS: tuple[Operation, ...] = (
                 "description": "The password for login in clear text",
                 "required": True,
                 "type": "string",
-                "minLength": MIN_PASSWORD_CHARS,
-                "maxLength": MAX_PASSWORD_CHARS,
+                "minLength": _min_length(_LOGIN_PASSWORD),
+                "maxLength": _NEW_PASSWORD.max_len,  # no stored password is longer
             },
         ),
     ),

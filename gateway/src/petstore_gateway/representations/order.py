@@ -9,6 +9,7 @@ from typing import Any
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from petstore.order.v1 import order_pb2
+from petstore_common.rules import enum_names, field_rules
 from petstore_gateway.representations.fields import as_object, get_bool, get_int, get_str
 from petstore_gateway.representations.shapes import Document, InvalidRepresentation, ListOf, Obj, Scalar
 
@@ -25,12 +26,12 @@ ORDER_SHAPE = Obj(
 ORDER = Document("Order", ORDER_SHAPE)
 ORDERS = Document("orders", ListOf("Order", ORDER_SHAPE))
 
+_STATUS_NAMES = enum_names(order_pb2.OrderStatus)
 ORDER_STATUSES: Mapping[str, order_pb2.OrderStatus.ValueType] = {
-    "placed": order_pb2.ORDER_STATUS_PLACED,
-    "approved": order_pb2.ORDER_STATUS_APPROVED,
-    "delivered": order_pb2.ORDER_STATUS_DELIVERED,
+    name: value for value, name in _STATUS_NAMES.items()
 }
-_STATUS_NAMES = {value: name for name, value in ORDER_STATUSES.items()}
+"""placed, approved, delivered: the OrderStatus values' names, as clients write them."""
+MIN_QUANTITY = field_rules(order_pb2.Order, "quantity").int32.gte
 _MAX_DATE_LENGTH = 64
 # What an ISO 8601 date-time is written with. datetime.fromisoformat alone lets through more
 # (Python 3.11 reads "2024-01-01T00:00:00\x00Z" as midnight UTC).
@@ -46,8 +47,8 @@ def order_from_wire(value: Any) -> order_pb2.Order:
         order.id = order_id
     quantity = get_int(data, "quantity", bits=32)
     # proto3 cannot tell an explicit 0 from "absent", so the gateway rejects it itself.
-    if quantity is not None and quantity < 1:
-        raise InvalidRepresentation("quantity must be at least 1")
+    if quantity is not None and quantity < MIN_QUANTITY:
+        raise InvalidRepresentation(f"quantity must be at least {MIN_QUANTITY}")
     order.quantity = 1 if quantity is None else quantity
     ship_date = get_str(data, "shipDate")
     if ship_date is not None:

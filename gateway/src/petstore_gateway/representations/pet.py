@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from petstore.pet.v1 import pet_pb2
+from petstore_common.rules import enum_names, field_rules
 from petstore_gateway.representations.fields import (
     as_object,
     get_int,
@@ -28,17 +29,17 @@ PET_SHAPE = Obj(
     }
 )
 PET = Document("Pet", PET_SHAPE)
-# Mirror pet-service validation.py; they also bound how long a list any body may hold (bodies.py).
-MAX_PHOTO_URLS = 64
-MAX_TAGS = 64
+# The contract's bounds (the pet service refuses more); they also bound how long a list any
+# body may hold (bodies.py).
+MAX_PHOTO_URLS = field_rules(pet_pb2.Pet, "photo_urls").repeated.max_items
+MAX_TAGS = field_rules(pet_pb2.Pet, "tags").repeated.max_items
 PETS = Document("pets", ListOf("Pet", PET_SHAPE))
 
+_STATUS_NAMES = enum_names(pet_pb2.PetStatus)
 PET_STATUSES: Mapping[str, pet_pb2.PetStatus.ValueType] = {
-    "available": pet_pb2.PET_STATUS_AVAILABLE,
-    "pending": pet_pb2.PET_STATUS_PENDING,
-    "sold": pet_pb2.PET_STATUS_SOLD,
+    name: value for value, name in _STATUS_NAMES.items()
 }
-_STATUS_NAMES = {value: name for name, value in PET_STATUSES.items()}
+"""available, pending, sold: the PetStatus values' names, as clients write them."""
 
 
 def parse_pet_status(name: str, *, what: str = "status") -> pet_pb2.PetStatus.ValueType:

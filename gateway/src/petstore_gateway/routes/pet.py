@@ -12,6 +12,7 @@ from google.protobuf.field_mask_pb2 import FieldMask
 from multidict import MultiDictProxy
 
 from petstore.pet.v1 import pet_pb2, pet_service_pb2
+from petstore_common.rules import field_rules
 from petstore_gateway.bodies import (
     read_body,
     read_form,
@@ -47,7 +48,9 @@ SERVICE = "pet"
 INVALID_INPUT_IS_405 = {grpc.StatusCode.INVALID_ARGUMENT: 405}
 # A pet with as many images or photo URLs as it may keep takes no more.
 UPLOAD_OVERRIDES = {grpc.StatusCode.FAILED_PRECONDITION: 409}
-_IMAGE_ID = re.compile(r"[0-9a-f]{32}")
+# The contract's image id (a plain regular expression, which RE2 and Python read alike), checked
+# here too so that a bad path segment never costs a call.
+_IMAGE_ID = re.compile(field_rules(pet_service_pb2.GetPetImageRequest, "image_id").string.pattern)
 # With If-Match, a version that moved on, or no pet at all, fails the precondition (RFC 9110 13.1.1).
 CONDITIONAL_WRITE = INVALID_INPUT_IS_405 | {
     grpc.StatusCode.FAILED_PRECONDITION: 412,

@@ -7,16 +7,14 @@ from typing import Protocol, TypeAlias
 
 from petstore.order.v1 import order_pb2
 from petstore_common.idempotency import IdempotencyStore
+from petstore_common.rules import enum_names
 
 Status: TypeAlias = order_pb2.OrderStatus.ValueType
 """An OrderStatus enum value."""
 
-STATUS_NAMES: Mapping[Status, str] = {
-    order_pb2.ORDER_STATUS_PLACED: "placed",
-    order_pb2.ORDER_STATUS_APPROVED: "approved",
-    order_pb2.ORDER_STATUS_DELIVERED: "delivered",
-}
-"""How a status is stored; ORDER_STATUS_UNSPECIFIED is stored as an absent status."""
+STATUS_NAMES: Mapping[Status, str] = enum_names(order_pb2.OrderStatus)
+"""How a status is stored ("placed", "approved", "delivered": the OrderStatus values' names);
+ORDER_STATUS_UNSPECIFIED is stored as an absent status."""
 
 NANOS_PER_MILLISECOND = 1_000_000
 """Ship dates are kept to the millisecond: a BSON datetime holds no more."""

@@ -10,6 +10,7 @@ from google.protobuf.field_mask_pb2 import FieldMask
 
 from petstore.pet.v1 import pet_pb2
 from petstore_common.idempotency import IdempotencyStore
+from petstore_common.rules import enum_names
 from petstore_pet.changes import ChangeFeed
 
 PET_FIELDS: tuple[str, ...] = ("name", "status", "category", "photo_urls", "tags")
@@ -18,12 +19,9 @@ PET_FIELDS: tuple[str, ...] = ("name", "status", "category", "photo_urls", "tags
 Status: TypeAlias = pet_pb2.PetStatus.ValueType
 """A PetStatus enum value."""
 
-STATUS_NAMES: Mapping[Status, str] = {
-    pet_pb2.PET_STATUS_AVAILABLE: "available",
-    pet_pb2.PET_STATUS_PENDING: "pending",
-    pet_pb2.PET_STATUS_SOLD: "sold",
-}
-"""How a status is stored and counted; PET_STATUS_UNSPECIFIED is stored as an absent status."""
+STATUS_NAMES: Mapping[Status, str] = enum_names(pet_pb2.PetStatus)
+"""How a status is stored and counted ("available", "pending", "sold": the PetStatus values'
+names); PET_STATUS_UNSPECIFIED is stored as an absent status."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,9 +62,9 @@ class Order(_message.Message):
     id: _builtins.int
     """The order's identifier: positive and unique; assigned by the server when absent on create."""
     pet_id: _builtins.int
-    """The id of the ordered pet."""
+    """The id of the ordered pet: positive."""
     quantity: _builtins.int
-    """How many of the pet are ordered; at least 1."""
+    """How many of the pet are ordered: 1 to 1,000,000."""
     status: Global___OrderStatus.ValueType
     """The order's status."""
     complete: _builtins.bool
@@ -75,7 +75,7 @@ class Order(_message.Message):
     """
     @_builtins.property
     def ship_date(self) -> _timestamp_pb2.Timestamp:
-        """When the order ships, if known."""
+        """When the order ships, if known: a valid Timestamp (years 1 to 9999, the service checks)."""
 
     def __init__(
         self,

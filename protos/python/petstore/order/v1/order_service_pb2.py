@@ -22,37 +22,52 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
 from petstore.auth.v1 import caller_pb2 as petstore_dot_auth_dot_v1_dot_caller__pb2
 from petstore.order.v1 import order_pb2 as petstore_dot_order_dot_v1_dot_order__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%petstore/order/v1/order_service.proto\x12\x11petstore.order.v1\x1a\x1dpetstore/auth/v1/caller.proto\x1a\x1dpetstore/order/v1/order.proto\"\x80\x01\n\x12\x43reateOrderRequest\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"Y\n\x13\x43reateOrderResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\x12\x19\n\x11idempotent_replay\x18\x02 \x01(\x08\"G\n\x0fGetOrderRequest\x12\n\n\x02id\x18\x01 \x01(\x03\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\";\n\x10GetOrderResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\"J\n\x12\x44\x65leteOrderRequest\x12\n\n\x02id\x18\x01 \x01(\x03\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"\x15\n\x13\x44\x65leteOrderResponse\"\x80\x01\n\x18UpdateOrderStatusRequest\x12\n\n\x02id\x18\x01 \x01(\x03\x12.\n\x06status\x18\x02 \x01(\x0e\x32\x1e.petstore.order.v1.OrderStatus\x12(\n\x06\x63\x61ller\x18\x03 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"D\n\x19UpdateOrderStatusResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\"\xe4\x01\n\x11ListOrdersRequest\x12\x30\n\x08statuses\x18\x01 \x03(\x0e\x32\x1e.petstore.order.v1.OrderStatus\x12\x13\n\x06pet_id\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\x1a\n\rowner_user_id\x18\x03 \x01(\x03H\x01\x88\x01\x01\x12\x11\n\tpage_size\x18\x04 \x01(\x05\x12\x12\n\npage_token\x18\x05 \x01(\t\x12(\n\x06\x63\x61ller\x18\x06 \x01(\x0b\x32\x18.petstore.auth.v1.CallerB\t\n\x07_pet_idB\x10\n\x0e_owner_user_id\"W\n\x12ListOrdersResponse\x12(\n\x06orders\x18\x01 \x03(\x0b\x32\x18.petstore.order.v1.Order\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t2\xea\x03\n\x0cOrderService\x12\\\n\x0b\x43reateOrder\x12%.petstore.order.v1.CreateOrderRequest\x1a&.petstore.order.v1.CreateOrderResponse\x12S\n\x08GetOrder\x12\".petstore.order.v1.GetOrderRequest\x1a#.petstore.order.v1.GetOrderResponse\x12\\\n\x0b\x44\x65leteOrder\x12%.petstore.order.v1.DeleteOrderRequest\x1a&.petstore.order.v1.DeleteOrderResponse\x12n\n\x11UpdateOrderStatus\x12+.petstore.order.v1.UpdateOrderStatusRequest\x1a,.petstore.order.v1.UpdateOrderStatusResponse\x12Y\n\nListOrders\x12$.petstore.order.v1.ListOrdersRequest\x1a%.petstore.order.v1.ListOrdersResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%petstore/order/v1/order_service.proto\x12\x11petstore.order.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1dpetstore/auth/v1/caller.proto\x1a\x1dpetstore/order/v1/order.proto\"\x80\x01\n\x12\x43reateOrderRequest\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"Y\n\x13\x43reateOrderResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\x12\x19\n\x11idempotent_replay\x18\x02 \x01(\x08\"P\n\x0fGetOrderRequest\x12\x13\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\";\n\x10GetOrderResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\"S\n\x12\x44\x65leteOrderRequest\x12\x13\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"\x15\n\x13\x44\x65leteOrderResponse\"\x95\x01\n\x18UpdateOrderStatusRequest\x12\x13\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12:\n\x06status\x18\x02 \x01(\x0e\x32\x1e.petstore.order.v1.OrderStatusB\n\xbaH\x07\x82\x01\x04\x10\x01 \x00\x12(\n\x06\x63\x61ller\x18\x03 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"D\n\x19UpdateOrderStatusResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\"\x87\x02\n\x11ListOrdersRequest\x12\x41\n\x08statuses\x18\x01 \x03(\x0e\x32\x1e.petstore.order.v1.OrderStatusB\x0f\xbaH\x0c\x92\x01\t\"\x07\x82\x01\x04\x10\x01 \x00\x12\x1c\n\x06pet_id\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00H\x00\x88\x01\x01\x12#\n\rowner_user_id\x18\x03 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00H\x01\x88\x01\x01\x12\x11\n\tpage_size\x18\x04 \x01(\x05\x12\x12\n\npage_token\x18\x05 \x01(\t\x12(\n\x06\x63\x61ller\x18\x06 \x01(\x0b\x32\x18.petstore.auth.v1.CallerB\t\n\x07_pet_idB\x10\n\x0e_owner_user_id\"W\n\x12ListOrdersResponse\x12(\n\x06orders\x18\x01 \x03(\x0b\x32\x18.petstore.order.v1.Order\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t2\xea\x03\n\x0cOrderService\x12\\\n\x0b\x43reateOrder\x12%.petstore.order.v1.CreateOrderRequest\x1a&.petstore.order.v1.CreateOrderResponse\x12S\n\x08GetOrder\x12\".petstore.order.v1.GetOrderRequest\x1a#.petstore.order.v1.GetOrderResponse\x12\\\n\x0b\x44\x65leteOrder\x12%.petstore.order.v1.DeleteOrderRequest\x1a&.petstore.order.v1.DeleteOrderResponse\x12n\n\x11UpdateOrderStatus\x12+.petstore.order.v1.UpdateOrderStatusRequest\x1a,.petstore.order.v1.UpdateOrderStatusResponse\x12Y\n\nListOrders\x12$.petstore.order.v1.ListOrdersRequest\x1a%.petstore.order.v1.ListOrdersResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'petstore.order.v1.order_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CREATEORDERREQUEST']._serialized_start=123
-  _globals['_CREATEORDERREQUEST']._serialized_end=251
-  _globals['_CREATEORDERRESPONSE']._serialized_start=253
-  _globals['_CREATEORDERRESPONSE']._serialized_end=342
-  _globals['_GETORDERREQUEST']._serialized_start=344
-  _globals['_GETORDERREQUEST']._serialized_end=415
-  _globals['_GETORDERRESPONSE']._serialized_start=417
-  _globals['_GETORDERRESPONSE']._serialized_end=476
-  _globals['_DELETEORDERREQUEST']._serialized_start=478
-  _globals['_DELETEORDERREQUEST']._serialized_end=552
-  _globals['_DELETEORDERRESPONSE']._serialized_start=554
-  _globals['_DELETEORDERRESPONSE']._serialized_end=575
-  _globals['_UPDATEORDERSTATUSREQUEST']._serialized_start=578
-  _globals['_UPDATEORDERSTATUSREQUEST']._serialized_end=706
-  _globals['_UPDATEORDERSTATUSRESPONSE']._serialized_start=708
-  _globals['_UPDATEORDERSTATUSRESPONSE']._serialized_end=776
-  _globals['_LISTORDERSREQUEST']._serialized_start=779
-  _globals['_LISTORDERSREQUEST']._serialized_end=1007
-  _globals['_LISTORDERSRESPONSE']._serialized_start=1009
-  _globals['_LISTORDERSRESPONSE']._serialized_end=1096
-  _globals['_ORDERSERVICE']._serialized_start=1099
-  _globals['_ORDERSERVICE']._serialized_end=1589
+  _globals['_GETORDERREQUEST'].fields_by_name['id']._loaded_options = None
+  _globals['_GETORDERREQUEST'].fields_by_name['id']._serialized_options = b'\272H\004\"\002 \000'
+  _globals['_DELETEORDERREQUEST'].fields_by_name['id']._loaded_options = None
+  _globals['_DELETEORDERREQUEST'].fields_by_name['id']._serialized_options = b'\272H\004\"\002 \000'
+  _globals['_UPDATEORDERSTATUSREQUEST'].fields_by_name['id']._loaded_options = None
+  _globals['_UPDATEORDERSTATUSREQUEST'].fields_by_name['id']._serialized_options = b'\272H\004\"\002 \000'
+  _globals['_UPDATEORDERSTATUSREQUEST'].fields_by_name['status']._loaded_options = None
+  _globals['_UPDATEORDERSTATUSREQUEST'].fields_by_name['status']._serialized_options = b'\272H\007\202\001\004\020\001 \000'
+  _globals['_LISTORDERSREQUEST'].fields_by_name['statuses']._loaded_options = None
+  _globals['_LISTORDERSREQUEST'].fields_by_name['statuses']._serialized_options = b'\272H\014\222\001\t\"\007\202\001\004\020\001 \000'
+  _globals['_LISTORDERSREQUEST'].fields_by_name['pet_id']._loaded_options = None
+  _globals['_LISTORDERSREQUEST'].fields_by_name['pet_id']._serialized_options = b'\272H\004\"\002 \000'
+  _globals['_LISTORDERSREQUEST'].fields_by_name['owner_user_id']._loaded_options = None
+  _globals['_LISTORDERSREQUEST'].fields_by_name['owner_user_id']._serialized_options = b'\272H\004\"\002 \000'
+  _globals['_CREATEORDERREQUEST']._serialized_start=152
+  _globals['_CREATEORDERREQUEST']._serialized_end=280
+  _globals['_CREATEORDERRESPONSE']._serialized_start=282
+  _globals['_CREATEORDERRESPONSE']._serialized_end=371
+  _globals['_GETORDERREQUEST']._serialized_start=373
+  _globals['_GETORDERREQUEST']._serialized_end=453
+  _globals['_GETORDERRESPONSE']._serialized_start=455
+  _globals['_GETORDERRESPONSE']._serialized_end=514
+  _globals['_DELETEORDERREQUEST']._serialized_start=516
+  _globals['_DELETEORDERREQUEST']._serialized_end=599
+  _globals['_DELETEORDERRESPONSE']._serialized_start=601
+  _globals['_DELETEORDERRESPONSE']._serialized_end=622
+  _globals['_UPDATEORDERSTATUSREQUEST']._serialized_start=625
+  _globals['_UPDATEORDERSTATUSREQUEST']._serialized_end=774
+  _globals['_UPDATEORDERSTATUSRESPONSE']._serialized_start=776
+  _globals['_UPDATEORDERSTATUSRESPONSE']._serialized_end=844
+  _globals['_LISTORDERSREQUEST']._serialized_start=847
+  _globals['_LISTORDERSREQUEST']._serialized_end=1110
+  _globals['_LISTORDERSRESPONSE']._serialized_start=1112
+  _globals['_LISTORDERSRESPONSE']._serialized_end=1199
+  _globals['_ORDERSERVICE']._serialized_start=1202
+  _globals['_ORDERSERVICE']._serialized_end=1692
 # @@protoc_insertion_point(module_scope)

@@ -198,7 +198,7 @@ class UpdateOrderStatusRequest(_message.Message):
     id: _builtins.int
     """The id of the order to move on."""
     status: _order_pb2.OrderStatus.ValueType
-    """The status to move it to."""
+    """The status to move it to: required."""
     @_builtins.property
     def caller(self) -> _caller_pb2.Caller:
         """Who asks."""

@@ -22,21 +22,40 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19petstore/pet/v1/pet.proto\x12\x0fpetstore.pet.v1\">\n\x08\x43\x61tegory\x12\x0f\n\x02id\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12\x11\n\x04name\x18\x02 \x01(\tH\x01\x88\x01\x01\x42\x05\n\x03_idB\x07\n\x05_name\"9\n\x03Tag\x12\x0f\n\x02id\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12\x11\n\x04name\x18\x02 \x01(\tH\x01\x88\x01\x01\x42\x05\n\x03_idB\x07\n\x05_name\"\xcd\x01\n\x03Pet\x12\x0f\n\x02id\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12+\n\x08\x63\x61tegory\x18\x02 \x01(\x0b\x32\x19.petstore.pet.v1.Category\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x12\n\nphoto_urls\x18\x04 \x03(\t\x12\"\n\x04tags\x18\x05 \x03(\x0b\x32\x14.petstore.pet.v1.Tag\x12*\n\x06status\x18\x06 \x01(\x0e\x32\x1a.petstore.pet.v1.PetStatus\x12\x0f\n\x07version\x18\x07 \x01(\x03\x42\x05\n\x03_id*n\n\tPetStatus\x12\x1a\n\x16PET_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14PET_STATUS_AVAILABLE\x10\x01\x12\x16\n\x12PET_STATUS_PENDING\x10\x02\x12\x13\n\x0fPET_STATUS_SOLD\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19petstore/pet/v1/pet.proto\x12\x0fpetstore.pet.v1\x1a\x1b\x62uf/validate/validate.proto\"k\n\x08\x43\x61tegory\x12\x18\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00H\x00\x88\x01\x01\x12\x35\n\x04name\x18\x02 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x02\x32\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$H\x01\x88\x01\x01\x42\x05\n\x03_idB\x07\n\x05_name\"f\n\x03Tag\x12\x18\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00H\x00\x88\x01\x01\x12\x35\n\x04name\x18\x02 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x02\x32\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$H\x01\x88\x01\x01\x42\x05\n\x03_idB\x07\n\x05_name\"\xb9\x02\n\x03Pet\x12\x18\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00H\x00\x88\x01\x01\x12+\n\x08\x63\x61tegory\x18\x02 \x01(\x0b\x32\x19.petstore.pet.v1.Category\x12\x30\n\x04name\x18\x03 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x02\x32\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$\x12=\n\nphoto_urls\x18\x04 \x03(\tB)\xbaH&\x92\x01#\x10@\"\x1fr\x1d\x18\x80\x10\x32\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$\x12,\n\x04tags\x18\x05 \x03(\x0b\x32\x14.petstore.pet.v1.TagB\x08\xbaH\x05\x92\x01\x02\x10@\x12\x34\n\x06status\x18\x06 \x01(\x0e\x32\x1a.petstore.pet.v1.PetStatusB\x08\xbaH\x05\x82\x01\x02\x10\x01\x12\x0f\n\x07version\x18\x07 \x01(\x03\x42\x05\n\x03_id*n\n\tPetStatus\x12\x1a\n\x16PET_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14PET_STATUS_AVAILABLE\x10\x01\x12\x16\n\x12PET_STATUS_PENDING\x10\x02\x12\x13\n\x0fPET_STATUS_SOLD\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'petstore.pet.v1.pet_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_PETSTATUS']._serialized_start=377
-  _globals['_PETSTATUS']._serialized_end=487
-  _globals['_CATEGORY']._serialized_start=46
-  _globals['_CATEGORY']._serialized_end=108
-  _globals['_TAG']._serialized_start=110
-  _globals['_TAG']._serialized_end=167
-  _globals['_PET']._serialized_start=170
-  _globals['_PET']._serialized_end=375
+  _globals['_CATEGORY'].fields_by_name['id']._loaded_options = None
+  _globals['_CATEGORY'].fields_by_name['id']._serialized_options = b'\272H\004\"\002 \000'
+  _globals['_CATEGORY'].fields_by_name['name']._loaded_options = None
+  _globals['_CATEGORY'].fields_by_name['name']._serialized_options = b'\272H\037r\035\030\200\0022\030^[^\\x00-\\x1f\\x7f-\\x9f]*$'
+  _globals['_TAG'].fields_by_name['id']._loaded_options = None
+  _globals['_TAG'].fields_by_name['id']._serialized_options = b'\272H\004\"\002 \000'
+  _globals['_TAG'].fields_by_name['name']._loaded_options = None
+  _globals['_TAG'].fields_by_name['name']._serialized_options = b'\272H\037r\035\030\200\0022\030^[^\\x00-\\x1f\\x7f-\\x9f]*$'
+  _globals['_PET'].fields_by_name['id']._loaded_options = None
+  _globals['_PET'].fields_by_name['id']._serialized_options = b'\272H\004\"\002 \000'
+  _globals['_PET'].fields_by_name['name']._loaded_options = None
+  _globals['_PET'].fields_by_name['name']._serialized_options = b'\272H\037r\035\030\200\0022\030^[^\\x00-\\x1f\\x7f-\\x9f]*$'
+  _globals['_PET'].fields_by_name['photo_urls']._loaded_options = None
+  _globals['_PET'].fields_by_name['photo_urls']._serialized_options = b'\272H&\222\001#\020@\"\037r\035\030\200\0202\030^[^\\x00-\\x1f\\x7f-\\x9f]*$'
+  _globals['_PET'].fields_by_name['tags']._loaded_options = None
+  _globals['_PET'].fields_by_name['tags']._serialized_options = b'\272H\005\222\001\002\020@'
+  _globals['_PET'].fields_by_name['status']._loaded_options = None
+  _globals['_PET'].fields_by_name['status']._serialized_options = b'\272H\005\202\001\002\020\001'
+  _globals['_PETSTATUS']._serialized_start=604
+  _globals['_PETSTATUS']._serialized_end=714
+  _globals['_CATEGORY']._serialized_start=75
+  _globals['_CATEGORY']._serialized_end=182
+  _globals['_TAG']._serialized_start=184
+  _globals['_TAG']._serialized_end=286
+  _globals['_PET']._serialized_start=289
+  _globals['_PET']._serialized_end=602
 # @@protoc_insertion_point(module_scope)

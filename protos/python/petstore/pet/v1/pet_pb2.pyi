@@ -56,9 +56,9 @@ class Category(_message.Message):
     ID_FIELD_NUMBER: _builtins.int
     NAME_FIELD_NUMBER: _builtins.int
     id: _builtins.int
-    """The category's identifier, when the client gave one."""
+    """The category's identifier, when the client gave one: positive."""
     name: _builtins.str
-    """The category's display name, when the client gave one."""
+    """The category's display name, when the client gave one: text of at most 256 characters."""
     def __init__(
         self,
         *,
@@ -89,9 +89,9 @@ class Tag(_message.Message):
     ID_FIELD_NUMBER: _builtins.int
     NAME_FIELD_NUMBER: _builtins.int
     id: _builtins.int
-    """The tag's identifier, when the client gave one."""
+    """The tag's identifier, when the client gave one: positive."""
     name: _builtins.str
-    """The tag's display name, when the client gave one."""
+    """The tag's display name, when the client gave one: text of at most 256 characters."""
     def __init__(
         self,
         *,
@@ -115,7 +115,10 @@ Global___Tag: _TypeAlias = Tag  # noqa: Y015
 
 @_typing.final
 class Pet(_message.Message):
-    """A pet offered by the store."""
+    """A pet offered by the store. The rules below hold for every pet a request carries, whichever
+    fields an update mask names; which fields are required depends on the RPC (the service checks
+    that).
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -129,7 +132,9 @@ class Pet(_message.Message):
     id: _builtins.int
     """The pet's identifier: positive and unique; assigned by the server when absent on create."""
     name: _builtins.str
-    """The pet's name."""
+    """The pet's name: text of at most 256 characters (no control characters), not blank when
+    written.
+    """
     status: Global___PetStatus.ValueType
     """The pet's status; PET_STATUS_UNSPECIFIED when the client gave none."""
     version: _builtins.int
@@ -142,11 +147,11 @@ class Pet(_message.Message):
 
     @_builtins.property
     def photo_urls(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """URLs of photos of the pet."""
+        """URLs of photos of the pet: at most 64, each text of at most 2048 characters."""
 
     @_builtins.property
     def tags(self) -> _containers.RepeatedCompositeFieldContainer[Global___Tag]:
-        """Labels attached to the pet."""
+        """Labels attached to the pet: at most 64."""
 
     def __init__(
         self,

@@ -263,11 +263,13 @@ class ListPetsRequest(_message.Message):
     """The next_page_token of a previous response, to continue after it."""
     @_builtins.property
     def statuses(self) -> _containers.RepeatedScalarFieldContainer[_pet_pb2.PetStatus.ValueType]:
-        """Pets with any of these statuses match."""
+        """Pets with any of these statuses match (each a defined status)."""
 
     @_builtins.property
     def tag_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Pets carrying a tag with any of these names match."""
+        """Pets carrying a tag with any of these names match: at most 64 names, each a tag name (1 to
+        256 characters, as Tag.name).
+        """
 
     def __init__(
         self,
@@ -396,9 +398,11 @@ class UploadPetImageRequest(_message.Message):
     data: _builtins.bytes
     """The image's bytes."""
     additional_metadata: _builtins.str
-    """Free text the client sent with the image."""
+    """Free text the client sent with the image: at most 1024 characters."""
     file_name: _builtins.str
-    """The file name the client gave, for display only; never used as a path."""
+    """The file name the client gave, for display only; never used as a path: at most 256
+    characters.
+    """
     images_base_url: _builtins.str
     """The absolute URL under which this pet's images are served, without a trailing slash (for
     example https://shop.example/v2/pet/7/images): the stored image's URL is this, a slash and
@@ -478,7 +482,7 @@ class GetPetImageRequest(_message.Message):
     pet_id: _builtins.int
     """The id of the pet the image shows."""
     image_id: _builtins.str
-    """The image's id, as UploadPetImage returned it."""
+    """The image's id, as UploadPetImage returned it: 32 lowercase hexadecimal digits (a UUID's)."""
     def __init__(
         self,
         *,
@@ -635,7 +639,9 @@ class FindExistingPetsRequest(_message.Message):
     IDS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
-        """The pets asked about (duplicates allowed, answered once)."""
+        """The pets asked about (duplicates allowed, answered once): 1 to 1,000 ids (one `$in` query of
+        at most 8 KB of ids), each positive.
+        """
 
     def __init__(
         self,

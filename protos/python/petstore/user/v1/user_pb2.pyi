@@ -33,15 +33,19 @@ class User(_message.Message):
     id: _builtins.int
     """The user's numeric identifier: assigned by the server when absent on create."""
     username: _builtins.str
-    """The unique login name."""
+    """The unique login name: 1 to 64 ASCII letters, digits and . _ - @ (usernames appear in URLs,
+    logs and messages, and look-alike letters from other scripts could impersonate someone).
+    """
     first_name: _builtins.str
-    """The user's first name."""
+    """The user's first name: text of at most 256 characters."""
     last_name: _builtins.str
-    """The user's last name."""
+    """The user's last name: text of at most 256 characters."""
     email: _builtins.str
-    """The user's email address."""
+    """The user's email address: one @ between two parts without spaces or control characters, at
+    most 254 characters. Creating a user needs one; an update may leave it empty.
+    """
     phone: _builtins.str
-    """The user's phone number."""
+    """The user's phone number: text of at most 256 characters."""
     user_status: _builtins.int
     """A client-defined status code."""
     version: _builtins.int

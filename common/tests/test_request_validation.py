@@ -1,0 +1,113 @@
+"""Requests against their field rules, and the messages that name what is wrong in the client's
+terms."""
+
+from __future__ import annotations
+
+import pytest
+from google.protobuf.field_mask_pb2 import FieldMask
+
+from petstore.order.v1 import order_pb2, order_service_pb2
+from petstore.pet.v1 import pet_pb2, pet_service_pb2
+from petstore.user.v1 import user_pb2, user_service_pb2
+from petstore_common.errors import InvalidArgument
+from petstore_common.request_validation import RequestValidator
+from petstore_common.rules import field_rules
+
+TEXT = field_rules(pet_pb2.Pet, "name").string.pattern
+VALIDATOR = RequestValidator(
+    field_names={"petstore.pet.v1.ListPetsRequest.tag_names": "tags"},
+    pattern_phrases={TEXT: "must not contain control characters"},
+)
+
+
+def refusal(request: object, validator: RequestValidator = VALIDATOR) -> str | None:
+    try:
+        validator.check(request)
+    except InvalidArgument as exc:
+        return exc.message
+    return None
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        pet_service_pb2.GetPetRequest(id=1),
+        pet_service_pb2.CreatePetRequest(pet=pet_pb2.Pet(name="Rex", photo_urls=["https://x/1.png"])),
+        pet_service_pb2.UpdatePetRequest(pet=pet_pb2.Pet(id=1), update_mask=FieldMask(paths=["status"])),
+        order_service_pb2.CreateOrderRequest(order=order_pb2.Order(pet_id=1, quantity=1)),
+        user_service_pb2.UpdateUserRequest(username="ann", user=user_pb2.User(username="ann")),
+        pet_service_pb2.GetInventoryRequest(),  # no rules at all
+        b"raw bytes",  # a handler without a deserializer: nothing to check
+    ],
+)
+def test_valid_requests_pass(request_: object) -> None:
+    assert refusal(request_) is None
+
+
+@pytest.mark.parametrize(
+    ("request_", "message"),
+    [
+        # JSON names; the resource a request carries is the body, so its own name is left out.
+        (
+            pet_service_pb2.CreatePetRequest(pet=pet_pb2.Pet(name="n" * 257)),
+            "name: must be at most 256 characters",
+        ),
+        (
+            pet_service_pb2.CreatePetRequest(pet=pet_pb2.Pet(photo_urls=["ok", "u" * 2049])),
+            "photoUrls[1]: must be at most 2048 characters",
+        ),
+        (
+            pet_service_pb2.UpdatePetRequest(pet=pet_pb2.Pet(tags=[pet_pb2.Tag(), pet_pb2.Tag(id=0)])),
+            "tags[1].id: must be positive",
+        ),
+        (
+            pet_service_pb2.CreatePetRequest(pet=pet_pb2.Pet(category=pet_pb2.Category(name="a\nb"))),
+            "category.name: must not contain control characters",  # a pattern in words
+        ),
+        (
+            order_service_pb2.CreateOrderRequest(order=order_pb2.Order(pet_id=1)),
+            "quantity: must be greater than or equal to 1 and less than or equal to 1000000",
+        ),  # the engine's words
+        # A service's own name for a field.
+        (pet_service_pb2.ListPetsRequest(tag_names=["a", ""]), "tags[1]: must not be empty"),
+        (pet_service_pb2.ListPetsRequest(tag_names=["t"] * 65), "tags: must have at most 64 entries"),
+        # Enums are named as clients write them.
+        (
+            pet_service_pb2.ListPetsRequest(statuses=[pet_pb2.PET_STATUS_UNSPECIFIED]),
+            "statuses[0]: must be one of available, pending, sold",
+        ),
+        (
+            order_service_pb2.UpdateOrderStatusRequest(id=1),
+            "status: must be one of placed, approved, delivered",
+        ),
+        # Nested requests: the batch's index, then the user's field.
+        (
+            user_service_pb2.CreateUsersRequest(
+                users=[
+                    user_service_pb2.CreateUserRequest(user=user_pb2.User(username="ann"), password="p" * 8),
+                    user_service_pb2.CreateUserRequest(user=user_pb2.User(username="b b"), password="p" * 8),
+                ]
+            ),
+            "users[1].username: does not match regex pattern `^[A-Za-z0-9._@-]+$`",
+        ),
+        (user_service_pb2.CreateUserRequest(user=user_pb2.User(username="ann")), "password is required"),
+    ],
+)
+def test_a_violation_names_the_field_as_the_client_wrote_it(request_: object, message: str) -> None:
+    assert refusal(request_) == message
+
+
+def test_the_first_violation_is_named() -> None:
+    pet = pet_pb2.Pet(id=0, name="n" * 257)
+    assert refusal(pet_service_pb2.CreatePetRequest(pet=pet)) == "id: must be positive"
+
+
+def test_a_message_that_is_not_a_request_keeps_every_field_name() -> None:
+    assert refusal(pet_pb2.Pet(category=pet_pb2.Category(id=-1))) == "category.id: must be positive"
+
+
+def test_without_names_or_words_the_engines_are_used() -> None:
+    plain = RequestValidator()
+    assert refusal(pet_service_pb2.ListPetsRequest(tag_names=["a\x00"]), plain) == (
+        f"tagNames[0]: does not match regex pattern `{TEXT}`"
+    )
