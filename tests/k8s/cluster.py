@@ -14,7 +14,12 @@ from typing import Any
 
 from aiohttp import ClientSession, ClientTimeout
 
+from petstore_devstack.releases import DEPLOYABLES, current_version
+
 NAMESPACE = os.environ.get("PETSTORE_K8S_NAMESPACE", "petstore")
+PET_IMAGE = f"petstore/pet-service:{current_version(DEPLOYABLES['pet-service'])}"
+"""An image the cluster has (make e2e-k8s loads the working tree's, tagged with its version):
+for probe pods that need one."""
 KUBECTL_TIMEOUT_SECONDS = 240.0
 
 

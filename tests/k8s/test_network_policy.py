@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from tests.k8s.cluster import kubectl, kubectl_json, ready_pods
+from tests.k8s.cluster import PET_IMAGE, kubectl, kubectl_json, ready_pods
 
 PROBE_NAMESPACE = "petstore-netpol-probe"
 CONNECT = (
@@ -52,7 +52,7 @@ def probe_pod() -> str:
             "containers": [
                 {
                     "name": "probe",
-                    "image": "petstore/pet-service:dev",
+                    "image": PET_IMAGE,
                     "imagePullPolicy": "IfNotPresent",
                     "command": ["python3", "-c", "import time; time.sleep(600)"],
                     "securityContext": {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.k8s.cluster import NAMESPACE, kubectl, kubectl_json
+from tests.k8s.cluster import NAMESPACE, PET_IMAGE, kubectl, kubectl_json
 
 
 def test_the_namespace_enforces_restricted() -> None:
@@ -30,11 +30,7 @@ def test_a_privileged_pod_is_refused() -> None:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "pss-probe"},
-        "spec": {
-            "containers": [
-                {"name": "c", "image": "petstore/pet-service:dev", "securityContext": {"privileged": True}}
-            ]
-        },
+        "spec": {"containers": [{"name": "c", "image": PET_IMAGE, "securityContext": {"privileged": True}}]},
     }
     answer = kubectl("apply", "--dry-run=server", "-f", "-", stdin=json.dumps(pod), check=False)
     assert "violates PodSecurity" in answer, answer
