@@ -42,6 +42,8 @@ _STEPS = {APPROVED: (APPROVED,), DELIVERED: (APPROVED, DELIVERED)}
 
 @dataclass(frozen=True, slots=True)
 class Call:
+    """One call as it arrived at a service."""
+
     method: str
     """/package.Service/Method"""
     request_id: str | None
@@ -114,6 +116,9 @@ async def until(condition: Callable[[], object], seconds: float = 5.0) -> None:
 
 @dataclass(eq=False)
 class Backend:
+    """The running services (`stack`: stop one, reach a store), the calls they saw, and staff's
+    stubs to each, with which the helpers below seed and read back state."""
+
     stack: InProcessStack
     calls: CallRecorder
     pets: PetServiceAsyncStub

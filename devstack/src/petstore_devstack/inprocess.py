@@ -32,6 +32,7 @@ from petstore_common.settings import ServiceSettings
 from petstore_common.watch import HEARTBEAT_SECONDS
 from petstore_order import service as order_service
 from petstore_order.pets import grpc_pet_directory
+from petstore_order.settings import DEFAULT_PET_SERVICE_TIMEOUT_SECONDS
 from petstore_order.storage.memory import MemoryOrderStore
 from petstore_pet import service as pet_service
 from petstore_pet.changes import ChangeHub
@@ -43,8 +44,6 @@ from petstore_user.settings import DEFAULT_SESSION_TTL_SECONDS
 from petstore_user.storage.memory import MemoryUserStore
 
 LOOPBACK = "127.0.0.1"
-PET_SERVICE_TIMEOUT_SECONDS = 2.0
-"""How long the order service waits for the pet service's answer (its deployed default is alike)."""
 QUICK_PASSWORD_HASHES = Parameters(
     type=Type.ID, version=19, salt_len=16, hash_len=32, time_cost=1, memory_cost=8, parallelism=1
 )
@@ -108,6 +107,8 @@ class InProcessService(Generic[StoreT]):
 
 @dataclass(eq=False)
 class InProcessStack:
+    """The three services; the order service asks the pet service at `pet.address`."""
+
     pet: InProcessService[MemoryPetStore]
     order: InProcessService[MemoryOrderStore]
     user: InProcessService[MemoryUserStore]
@@ -129,7 +130,6 @@ async def in_process_stack(
     pet_store = MemoryPetStore()
     order_store = MemoryOrderStore()
     user_store = MemoryUserStore()
-
     pet_starts = 0
 
     def build_pet() -> ServiceDefinition:
@@ -147,7 +147,7 @@ async def in_process_stack(
         await pet.start()
 
         pets = await cleanup.enter_async_context(
-            grpc_pet_directory(pet.address, timeout_seconds=PET_SERVICE_TIMEOUT_SECONDS)
+            grpc_pet_directory(pet.address, timeout_seconds=DEFAULT_PET_SERVICE_TIMEOUT_SECONDS)
         )
         order = InProcessService(
             order_service.SERVICE_NAME,
