@@ -185,6 +185,40 @@ async def test_graceful_stop_lets_in_flight_calls_finish(running: RunningService
         assert await in_flight == b"done"
 
 
+class MethodRecorder(grpc.aio.ServerInterceptor):
+    """Remembers the method of every call that reaches the server."""
+
+    def __init__(self) -> None:
+        self.methods: list[str] = []
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        self.methods.append(handler_call_details.method)
+        return await continuation(handler_call_details)
+
+
+async def test_interceptors_given_see_every_call_and_the_shared_one_still_maps_errors() -> None:
+    recorder = MethodRecorder()
+    settings = ServiceSettings.from_env(
+        default_port=0, default_database="t", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0"}
+    )
+    definition = ServiceDefinition(SERVICE, _register, Readiness().check)
+    service = await start_service(definition, settings, interceptors=[recorder])
+    try:
+        async with create_channel(f"127.0.0.1:{service.port}") as channel:
+            missing: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes]
+            missing = channel.unary_unary(f"/{SERVICE}/Missing")
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await missing(b"", timeout=5)
+    finally:
+        await service.stop(None)
+    assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+    assert f"/{SERVICE}/Missing" in recorder.methods
+
+
 class HeldReadiness:
     """A readiness check that answers only when the test says so."""
 

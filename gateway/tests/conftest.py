@@ -1,10 +1,11 @@
-"""Fixtures: the fake services on a real port, and the gateway under test in front of them."""
+"""Fixtures: the real services in this process, and the gateway under test in front of them."""
 
 from __future__ import annotations
 
 import socket
 from collections.abc import AsyncIterator
 
+import grpc
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
@@ -15,7 +16,7 @@ from petstore_gateway.clients import ServiceClients
 from petstore_gateway.keys import METRICS
 from petstore_gateway.settings import GatewaySettings
 
-from .fakes import SESSION_SECRET, FakeBackend, start_backend
+from .backend import SESSION_SECRET, Backend, running_backend
 
 STATIC_KEY = "static-key-for-tests"
 Client = TestClient[web.Request, web.Application]
@@ -45,12 +46,15 @@ def settings() -> GatewaySettings:
 
 
 @pytest.fixture
-async def backend() -> AsyncIterator[FakeBackend]:
-    running = await start_backend()
-    try:
+def service_interceptors() -> tuple[grpc.aio.ServerInterceptor, ...]:
+    """Put in front of the services (a module overrides this to delay or refuse some calls)."""
+    return ()
+
+
+@pytest.fixture
+async def backend(service_interceptors: tuple[grpc.aio.ServerInterceptor, ...]) -> AsyncIterator[Backend]:
+    async with running_backend(interceptors=service_interceptors) as running:
         yield running
-    finally:
-        await running.server.stop(None)
 
 
 async def serve_gateway(settings: GatewaySettings, clients: ServiceClients) -> AsyncIterator[Client]:
@@ -60,9 +64,6 @@ async def serve_gateway(settings: GatewaySettings, clients: ServiceClients) -> A
 
 
 @pytest.fixture
-async def client(settings: GatewaySettings, backend: FakeBackend) -> AsyncIterator[Client]:
-    clients = ServiceClients.connect(
-        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
-    )
-    async for served in serve_gateway(settings, clients):
+async def client(settings: GatewaySettings, backend: Backend) -> AsyncIterator[Client]:
+    async for served in serve_gateway(settings, backend.clients()):
         yield served

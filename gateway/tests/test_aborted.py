@@ -14,13 +14,12 @@ from aiohttp import web
 from prometheus_client import generate_latest
 
 from petstore_gateway.app import create_app
-from petstore_gateway.clients import ServiceClients
 from petstore_gateway.keys import METRICS
 from petstore_gateway.middlewares import CLIENT_CLOSED_REQUEST
 from petstore_gateway.settings import GatewaySettings
 
+from .backend import Backend
 from .conftest import STATIC_KEY
-from .fakes import FakeBackend
 
 
 @dataclass
@@ -31,14 +30,12 @@ class Served:
 
 @pytest.fixture(params=["handler kept", "handler cancelled"])
 async def served(
-    request: pytest.FixtureRequest, settings: GatewaySettings, backend: FakeBackend
+    request: pytest.FixtureRequest, settings: GatewaySettings, backend: Backend
 ) -> AsyncIterator[Served]:
     """The gateway as it runs (aiohttp lets a handler finish when its client leaves, and
     reading the rest of the body fails) and as aiohttp's test server runs it (the handler is
     cancelled)."""
-    clients = ServiceClients.connect(
-        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
-    )
+    clients = backend.clients()
     app = create_app(settings, clients=clients)
     runner = web.AppRunner(app, handler_cancellation=request.param == "handler cancelled")
     await runner.setup()

@@ -11,15 +11,20 @@ from petstore_gateway.app import create_app
 from petstore_gateway.keys import CLIENTS
 from petstore_gateway.settings import GatewaySettings
 
-from .fakes import FakeBackend
+from .backend import Backend
 
 
 async def test_without_injected_clients_channels_open_on_start_and_close_on_cleanup(
-    settings: GatewaySettings, backend: FakeBackend
+    settings: GatewaySettings, backend: Backend
 ) -> None:
-    address = backend.address
+    stack = backend.stack
     app = create_app(
-        replace(settings, pet_service_addr=address, order_service_addr=address, user_service_addr=address)
+        replace(
+            settings,
+            pet_service_addr=stack.pet.address,
+            order_service_addr=stack.order.address,
+            user_service_addr=stack.user.address,
+        )
     )
     async with TestClient(TestServer(app)) as client:
         response = await client.get("/readyz")

@@ -7,7 +7,8 @@ from petstore.auth.v1 import caller_pb2
 from petstore_gateway.auth import ANONYMOUS, Authenticator, Principal, customer, key_id, staff
 from petstore_gateway.errors import ApiError
 
-from .fakes import SESSION_SECRET, issue_token
+from .backend import SESSION_SECRET
+from .tokens import issue_token
 
 
 class Sessions:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from .backend import Backend
 from .conftest import STATIC_KEY, Client
-from .fakes import FakeBackend
 from .wire import Wire, error_of
 
 KEY = {"api_key": STATIC_KEY}
@@ -44,8 +44,8 @@ async def test_a_json_body_without_content_type_is_read_as_json(
     assert response.status == 200, await response.text()
 
 
-async def test_an_order_and_a_user_update_without_content_type(client: Client, backend: FakeBackend) -> None:
-    backend.pet.add(1, "rex")
+async def test_an_order_and_a_user_update_without_content_type(client: Client, backend: Backend) -> None:
+    await backend.add_pet(1, "rex")
     response = await post_undeclared(client, "/v2/store/order", b'{"petId": 1}', KEY)
     assert response.status == 200
     assert (await response.json())["petId"] == 1
@@ -54,17 +54,17 @@ async def test_an_order_and_a_user_update_without_content_type(client: Client, b
         "/v2/user/ann", data=b'{"firstName": "Ann"}', headers=KEY, skip_auto_headers=("Content-Type",)
     )
     assert response.status == 200
-    assert backend.user.users["ann"].user.first_name == "Ann"
+    assert (await backend.user("ann")).first_name == "Ann"
 
 
 @pytest.mark.parametrize("wire", list(Wire))
 @pytest.mark.parametrize("body", [b"{not json", b"<User><username>ann</username></User>", b"\xff\xfe"])
 async def test_a_body_without_content_type_that_is_not_json_is_400_naming_it(
-    client: Client, backend: FakeBackend, wire: Wire, body: bytes
+    client: Client, backend: Backend, wire: Wire, body: bytes
 ) -> None:
     response = await post_undeclared(client, "/v2/user", body, {"Accept": wire.value})
     assert await error_of(wire, response) == (400, NOT_JSON)
-    assert backend.user.users == {}
+    assert await backend.find_user("ann") is None
 
 
 async def test_an_empty_content_type_counts_as_none(client: Client) -> None:
@@ -83,9 +83,9 @@ async def test_a_declared_type_we_do_not_read_stays_415(client: Client, content_
     )
 
 
-async def test_a_form_without_content_type_stays_415(client: Client, backend: FakeBackend) -> None:
+async def test_a_form_without_content_type_stays_415(client: Client, backend: Backend) -> None:
     """Forms are not JSON: the form operations still need their declared type."""
-    backend.pet.add(1, "rex")
+    await backend.add_pet(1, "rex")
     response = await post_undeclared(client, "/v2/pet/1", b"name=max", KEY)
     assert (await error_of(Wire.JSON, response))[0] == 415
-    assert backend.pet.pets[1].name == "rex"
+    assert (await backend.pet(1)).name == "rex"

@@ -8,7 +8,6 @@ import pytest
 
 from petstore_common.settings import SettingsError
 from petstore_gateway.apidoc.swagger import build_swagger
-from petstore_gateway.clients import ServiceClients
 from petstore_gateway.cors import (
     ALLOW_HEADERS,
     EXPOSE_HEADERS,
@@ -18,8 +17,8 @@ from petstore_gateway.cors import (
 )
 from petstore_gateway.settings import GatewaySettings
 
+from .backend import SESSION_SECRET, Backend
 from .conftest import STATIC_KEY, Client, serve_gateway
-from .fakes import SESSION_SECRET, FakeBackend
 
 ORIGIN = "https://app.example.com"
 EXPOSED = {
@@ -46,20 +45,16 @@ def _listed(value: str) -> set[str]:
 
 
 @pytest.fixture
-async def only_origin(settings: GatewaySettings, backend: FakeBackend) -> AsyncIterator[Client]:
+async def only_origin(settings: GatewaySettings, backend: Backend) -> AsyncIterator[Client]:
     """The gateway allowing one origin."""
-    clients = ServiceClients.connect(
-        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
-    )
+    clients = backend.clients()
     async for served in serve_gateway(replace(settings, cors_allow_origins=(ORIGIN,)), clients):
         yield served
 
 
 @pytest.fixture
-async def cors_off(settings: GatewaySettings, backend: FakeBackend) -> AsyncIterator[Client]:
-    clients = ServiceClients.connect(
-        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
-    )
+async def cors_off(settings: GatewaySettings, backend: Backend) -> AsyncIterator[Client]:
+    clients = backend.clients()
     async for served in serve_gateway(replace(settings, cors_allow_origins=()), clients):
         yield served
 
@@ -172,12 +167,12 @@ async def test_every_v2_route_answers_a_preflight(client: Client) -> None:
             assert response.headers["X-Request-ID"]
 
 
-async def test_a_preflight_needs_no_api_key_and_ignores_accept(client: Client, backend: FakeBackend) -> None:
-    backend.pet.add(1, "Rex")
+async def test_a_preflight_needs_no_api_key_and_ignores_accept(client: Client, backend: Backend) -> None:
+    await backend.add_pet(1, "Rex")
     response = await client.options("/v2/pet/1", headers={**_preflight("DELETE"), "Accept": "text/html"})
     assert response.status == 204
     assert _listed(response.headers["Allow"]) == {"GET", "HEAD", "POST", "DELETE", "OPTIONS"}
-    assert 1 in backend.pet.pets
+    assert 1 in await backend.pet_ids()
 
 
 async def test_a_preflight_for_no_route_is_404(client: Client) -> None:
@@ -196,9 +191,9 @@ async def test_options_outside_v2_is_untouched(client: Client) -> None:
 
 
 async def test_a_cross_origin_answer_names_the_headers_a_script_may_read(
-    client: Client, backend: FakeBackend
+    client: Client, backend: Backend
 ) -> None:
-    backend.pet.add(1, "Rex")
+    await backend.add_pet(1, "Rex")
     response = await client.get("/v2/pet/1", headers={"Origin": ORIGIN})
     assert response.status == 200
     assert response.headers["Access-Control-Allow-Origin"] == "*"

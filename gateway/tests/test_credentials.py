@@ -5,14 +5,13 @@ from dataclasses import replace
 
 import pytest
 
-from petstore_gateway.clients import ServiceClients
 from petstore_gateway.credentials import bearer_token, credentials_in
 from petstore_gateway.errors import ApiError
 from petstore_gateway.settings import GatewaySettings
 
+from .backend import Backend
 from .conftest import STATIC_KEY, Client, serve_gateway
-from .fakes import FakeBackend
-from .routes.test_user import add_user, login
+from .routes.test_user import login
 from .wire import Wire, error_of
 
 CONFLICT = "api_key and Authorization: Bearer name different credentials: send one of them, or the same"
@@ -68,11 +67,11 @@ def test_two_different_credentials_are_400(api_keys: list[str], authorizations: 
 
 
 @pytest.mark.parametrize("scheme", ["Bearer", "bearer"])
-async def test_a_static_key_as_bearer_may_write(client: Client, backend: FakeBackend, scheme: str) -> None:
-    backend.pet.add(1, "rex")
+async def test_a_static_key_as_bearer_may_write(client: Client, backend: Backend, scheme: str) -> None:
+    await backend.add_pet(1, "rex")
     response = await client.delete("/v2/pet/1", headers={"Authorization": f"{scheme} {STATIC_KEY}"})
     assert response.status == 200
-    assert backend.pet.pets == {}
+    assert await backend.pet_ids() == []
 
 
 @pytest.mark.parametrize("wire", list(Wire))
@@ -92,25 +91,25 @@ async def test_a_static_key_as_bearer_may_write(client: Client, backend: FakeBac
     ],
 )
 async def test_bearer_gets_the_errors_api_key_gets(
-    client: Client, backend: FakeBackend, wire: Wire, headers: dict[str, str], expected: tuple[int, str]
+    client: Client, backend: Backend, wire: Wire, headers: dict[str, str], expected: tuple[int, str]
 ) -> None:
-    backend.pet.add(1, "rex")
+    await backend.add_pet(1, "rex")
     response = await client.delete("/v2/pet/1", headers={**headers, "Accept": wire.value})
     assert await error_of(wire, response) == expected
-    assert 1 in backend.pet.pets
+    assert 1 in await backend.pet_ids()
 
 
-async def test_the_same_credential_in_both_headers_is_fine(client: Client, backend: FakeBackend) -> None:
-    backend.pet.add(1, "rex")
+async def test_the_same_credential_in_both_headers_is_fine(client: Client, backend: Backend) -> None:
+    await backend.add_pet(1, "rex")
     headers = {"api_key": STATIC_KEY, "Authorization": f"Bearer {STATIC_KEY}"}
     assert (await client.delete("/v2/pet/1", headers=headers)).status == 200
 
 
 @pytest.mark.parametrize("path", ["/v2/pet/1", "/v2/user/logout", "/v2/user/login?username=a&password=b"])
 async def test_different_credentials_are_400_on_open_operations_too(
-    client: Client, backend: FakeBackend, path: str
+    client: Client, backend: Backend, path: str
 ) -> None:
-    backend.pet.add(1, "rex")
+    await backend.add_pet(1, "rex")
     response = await client.get(path, headers={"api_key": STATIC_KEY, "Authorization": "Bearer other"})
     assert await error_of(Wire.JSON, response) == (400, CONFLICT)
 
@@ -122,32 +121,30 @@ async def test_probes_ignore_credentials(client: Client) -> None:
 
 
 async def test_a_session_as_bearer_may_write_and_logout_with_bearer_ends_it(
-    client: Client, backend: FakeBackend
+    client: Client, backend: Backend
 ) -> None:
-    add_user(backend, "ann", 1)
+    await backend.add_user("ann", 1)
     bearer = {"Authorization": f"Bearer {await login(client, 'ann')}"}
     assert (await client.delete("/v2/store/order/1", headers=bearer)).status == 404  # authenticated
     response = await client.get("/v2/user/logout", headers=bearer)
     assert (await response.json())["message"] == "ok"
-    assert backend.user.sessions == set()
+    assert not await backend.session_active(bearer["Authorization"].removeprefix("Bearer "))
     after = await client.delete("/v2/store/order/1", headers=bearer)
     assert await error_of(Wire.JSON, after) == (401, "the session has ended; log in again")
 
 
-async def test_a_session_as_bearer_is_its_user(client: Client, backend: FakeBackend) -> None:
+async def test_a_session_as_bearer_is_its_user(client: Client, backend: Backend) -> None:
     """The session decides who may change a user, whichever header carries it."""
-    add_user(backend, "ann", 1)
-    add_user(backend, "bob", 2)
+    await backend.add_user("ann", 1)
+    await backend.add_user("bob", 2)
     bearer = {"Authorization": f"Bearer {await login(client, 'ann')}"}
     assert (await client.delete("/v2/user/bob", headers=bearer)).status == 403
     assert (await client.delete("/v2/user/ann", headers=bearer)).status == 200
 
 
 @pytest.fixture
-async def limited(settings: GatewaySettings, backend: FakeBackend) -> AsyncIterator[Client]:
-    clients = ServiceClients.connect(
-        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
-    )
+async def limited(settings: GatewaySettings, backend: Backend) -> AsyncIterator[Client]:
+    clients = backend.clients()
     async for served in serve_gateway(
         replace(settings, rate_limit_per_second=1, rate_limit_burst=2), clients
     ):

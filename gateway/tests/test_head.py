@@ -1,10 +1,7 @@
 from __future__ import annotations
 
-from petstore.order.v1 import order_pb2
-from petstore.user.v1 import user_pb2
-
+from .backend import Backend
 from .conftest import Client
-from .fakes import FakeBackend, StoredUser
 
 # One request per GET route; a new GET route fails the coverage check until it is listed.
 SAMPLES = {
@@ -31,17 +28,15 @@ SAMPLES = {
 }
 
 
-def _seed(backend: FakeBackend) -> None:
-    backend.pet.add(1, "Rex", tags=("cute",))
-    backend.pet.add(2, "Max", tags=("cute",))
-    backend.order.orders[1] = order_pb2.Order(id=1, pet_id=1, quantity=1)
-    backend.user.users["ann"] = StoredUser(user_pb2.User(id=1, username="ann", email="a@example.com"), "pw")
+async def _seed(backend: Backend) -> None:
+    await backend.add_pet(1, "Rex", tags=("cute",))
+    await backend.add_pet(2, "Max", tags=("cute",))
+    await backend.add_order(1, order_id=1)
+    await backend.add_user("ann", 1)
 
 
-async def test_every_get_route_answers_head_like_get_without_a_body(
-    client: Client, backend: FakeBackend
-) -> None:
-    _seed(backend)
+async def test_every_get_route_answers_head_like_get_without_a_body(client: Client, backend: Backend) -> None:
+    await _seed(backend)
     routes = client.app.router.routes()
     gets = {route.resource.canonical for route in routes if route.method == "GET" and route.resource}
     heads = {route.resource.canonical for route in routes if route.method == "HEAD" and route.resource}

@@ -10,21 +10,19 @@ from grpc_health.v1 import health_pb2
 
 from petstore_common.metrics import start_metrics_server
 from petstore_common.settings import SettingsError
-from petstore_gateway.clients import ORDER_SERVICE, ServiceClients
+from petstore_gateway.clients import ORDER_SERVICE
 from petstore_gateway.keys import METRICS
 from petstore_gateway.settings import GatewaySettings
 from petstore_gateway.workers import metrics_port
 
+from .backend import SESSION_SECRET, Backend
 from .conftest import STATIC_KEY, Client, serve_gateway, unused_address
-from .fakes import SESSION_SECRET, FakeBackend
 
 
 @pytest.fixture
-async def pet_down(settings: GatewaySettings, backend: FakeBackend) -> AsyncIterator[Client]:
+async def pet_down(settings: GatewaySettings, backend: Backend) -> AsyncIterator[Client]:
     """The gateway with nothing listening at the pet service's address."""
-    clients = ServiceClients.connect(
-        pet_addr=unused_address(), order_addr=backend.address, user_addr=backend.address
-    )
+    clients = backend.clients(pet_addr=unused_address())
     async for served in serve_gateway(settings, clients):
         yield served
 
@@ -37,10 +35,8 @@ async def test_livez(client: Client) -> None:
 
 
 @pytest.fixture
-async def with_instance_id(settings: GatewaySettings, backend: FakeBackend) -> AsyncIterator[Client]:
-    clients = ServiceClients.connect(
-        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
-    )
+async def with_instance_id(settings: GatewaySettings, backend: Backend) -> AsyncIterator[Client]:
+    clients = backend.clients()
     async for served in serve_gateway(replace(settings, instance_id="run-3f9a"), clients):
         yield served
 
@@ -62,8 +58,9 @@ async def test_ready_when_every_service_serves(client: Client) -> None:
     assert response.status == 200
 
 
-async def test_not_ready_names_the_service_that_is_not_serving(client: Client, backend: FakeBackend) -> None:
-    await backend.health.set(ORDER_SERVICE, health_pb2.HealthCheckResponse.NOT_SERVING)
+async def test_not_ready_names_the_service_that_is_not_serving(client: Client, backend: Backend) -> None:
+    # What the order service reports when it cannot reach its database.
+    await backend.stack.order.health.set(ORDER_SERVICE, health_pb2.HealthCheckResponse.NOT_SERVING)
     response = await client.get("/readyz")
     assert response.status == 503
     body = await response.json()

@@ -16,7 +16,7 @@ import pytest
 
 from petstore_devstack.ports import free_port, free_port_block
 
-from .fakes import SESSION_SECRET
+from .backend import SESSION_SECRET
 
 
 def start(env: dict[str, str]) -> subprocess.Popen[bytes]:

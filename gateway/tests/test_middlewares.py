@@ -10,28 +10,28 @@ import pytest
 from petstore_gateway.access import Access, access_of
 from petstore_gateway.middlewares import REQUEST_ID_HEADER
 
+from .backend import Backend
 from .conftest import STATIC_KEY, Client
-from .fakes import FakeBackend
 from .wire import Wire
 
 WRITE = {"api_key": STATIC_KEY}
 
 
-async def test_a_safe_request_id_is_echoed_and_forwarded(client: Client, backend: FakeBackend) -> None:
-    backend.pet.add(1, "rex")
+async def test_a_safe_request_id_is_echoed_and_forwarded(client: Client, backend: Backend) -> None:
+    await backend.add_pet(1, "rex")
     response = await client.get("/v2/pet/1", headers={REQUEST_ID_HEADER: "trace-42.a:b"})
     assert response.status == 200
     assert response.headers[REQUEST_ID_HEADER] == "trace-42.a:b"
-    assert backend.recorder.seen == ["trace-42.a:b"]
+    assert [call.request_id for call in backend.calls.of("PetService/GetPet")] == ["trace-42.a:b"]
 
 
 @pytest.mark.parametrize("given", ["", "has space", "x" * 200, "<script>"])
-async def test_an_unsafe_request_id_is_replaced(client: Client, backend: FakeBackend, given: str) -> None:
+async def test_an_unsafe_request_id_is_replaced(client: Client, backend: Backend, given: str) -> None:
     response = await client.get("/v2/pet/1", headers={REQUEST_ID_HEADER: given})
     generated = response.headers[REQUEST_ID_HEADER]
     assert generated != given
     assert len(generated) == 32
-    assert backend.recorder.seen == [generated]
+    assert [call.request_id for call in backend.calls.of("PetService/GetPet")] == [generated]
 
 
 async def test_every_response_has_a_request_id_even_errors(client: Client) -> None:
@@ -93,13 +93,13 @@ async def test_chunked_bodies_over_the_limit_are_413(client: Client) -> None:
 
 
 async def test_unhandled_errors_are_a_generic_500(
-    client: Client, backend: FakeBackend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    client: Client, backend: Backend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     def broken(_: object) -> None:
         raise RuntimeError("secret internals")
 
     monkeypatch.setattr("petstore_gateway.routes.pet.pet_to_wire", broken)
-    backend.pet.add(1, "rex")
+    await backend.add_pet(1, "rex")
     with caplog.at_level(logging.ERROR):
         response = await client.get("/v2/pet/1")
     assert response.status == 500
@@ -175,9 +175,9 @@ async def test_writes_without_a_valid_key_are_401(client: Client, method: str, p
 
 @pytest.mark.parametrize(("path", "status"), [("/v2/pet/1", 200), ("/v2/pet/x", 400), ("/v2/nothing", 404)])
 async def test_every_v2_answer_varies_on_accept(
-    client: Client, backend: FakeBackend, path: str, status: int
+    client: Client, backend: Backend, path: str, status: int
 ) -> None:
-    backend.pet.add(1, "Rex")
+    await backend.add_pet(1, "Rex")
     response = await client.get(path, headers={"Accept": "application/xml"})
     assert response.status == status
     assert response.headers["Vary"].split(", ")[0] == "Accept"  # errors name the credentials too
@@ -200,10 +200,11 @@ STAFF_ONLY_REQUESTS = [
 
 @pytest.mark.parametrize(("method", "path", "content_type"), STAFF_ONLY_REQUESTS)
 async def test_a_staff_only_operation_refuses_others_before_reading_the_body(
-    client: Client, backend: FakeBackend, method: str, path: str, content_type: str
+    client: Client, backend: Backend, method: str, path: str, content_type: str
 ) -> None:
     """The body is announced (a megabyte) and never sent: the refusal cannot have read it."""
-    token = backend.user.open_session(7, "ann")
+    token = await backend.customer("ann", 7)
+    backend.calls.clear()
     assert client.server.port is not None
     for credential, status in ((b"", 401), (b"api_key: " + token.encode() + b"\r\n", 403)):
         reader, writer = await asyncio.open_connection("127.0.0.1", client.server.port)
@@ -218,4 +219,4 @@ async def test_a_staff_only_operation_refuses_others_before_reading_the_body(
         finally:
             writer.close()
         assert status_line.split()[1] == str(status).encode()
-    assert backend.pet.callers == []
+    assert backend.calls.to("PetService") == []  # refused by the gateway: never asked

@@ -6,19 +6,17 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any, cast
 
-import grpc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from petstore_gateway.client_address import parse_networks
-from petstore_gateway.clients import ServiceClients
 from petstore_gateway.ratelimit import KeyedLimiter, RateLimits, client_limiter, login_limiter
 from petstore_gateway.settings import GatewaySettings
 
+from .backend import PASSWORD, Backend
 from .conftest import STATIC_KEY, Client, metrics_text, serve_gateway
-from .fakes import FakeBackend
-from .routes.test_user import PASSWORD, add_user
+from .faults import ExhaustedPets
 from .wire import Wire, error_of
 
 
@@ -140,10 +138,8 @@ def limited_settings(settings: GatewaySettings) -> GatewaySettings:
 
 
 @pytest.fixture
-async def limited(limited_settings: GatewaySettings, backend: FakeBackend) -> AsyncIterator[Client]:
-    clients = ServiceClients.connect(
-        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
-    )
+async def limited(limited_settings: GatewaySettings, backend: Backend) -> AsyncIterator[Client]:
+    clients = backend.clients()
     async for served in serve_gateway(limited_settings, clients):
         yield served
 
@@ -182,13 +178,11 @@ async def test_a_genuine_api_key_has_its_own_bucket_made_up_ones_share_the_addre
 
 
 async def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_bucket(
-    limited_settings: GatewaySettings, backend: FakeBackend
+    limited_settings: GatewaySettings, backend: Backend
 ) -> None:
     # The test client connects from 127.0.0.1: here that is the ingress.
     behind_proxy = replace(limited_settings, trusted_proxies=parse_networks(["127.0.0.1"]))
-    clients = ServiceClients.connect(
-        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
-    )
+    clients = backend.clients()
     async for client in serve_gateway(behind_proxy, clients):
         alice, bob = {"X-Forwarded-For": "198.51.100.1"}, {"X-Forwarded-For": "198.51.100.2"}
         for _ in range(2):
@@ -209,13 +203,11 @@ async def test_x_forwarded_for_is_ignored_from_an_untrusted_peer(limited: Client
 
 
 async def test_logins_are_limited_per_address_across_usernames(
-    limited_settings: GatewaySettings, backend: FakeBackend
+    limited_settings: GatewaySettings, backend: Backend
 ) -> None:
     for user_id, name in enumerate(("ann", "bob", "cat", "dan"), start=1):
-        add_user(backend, name, user_id)
-    clients = ServiceClients.connect(
-        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
-    )
+        await backend.add_user(name, user_id)
+    clients = backend.clients()
     # A roomy per-client limit, so only the login limit (2 a minute) can refuse; the test
     # client connects from 127.0.0.1, here the ingress, so each forwarded address is a client.
     roomy = replace(
@@ -251,11 +243,9 @@ async def test_logins_are_limited_per_address_across_usernames(
 
 
 async def test_sign_ups_are_limited_per_address_but_not_for_staff(
-    limited_settings: GatewaySettings, backend: FakeBackend
+    limited_settings: GatewaySettings, backend: Backend
 ) -> None:
-    clients = ServiceClients.connect(
-        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
-    )
+    clients = backend.clients()
     two_an_hour = replace(
         limited_settings, rate_limit_per_second=100, rate_limit_burst=100, signup_rate_limit_per_hour=2
     )
@@ -282,49 +272,43 @@ async def test_sign_ups_are_limited_per_address_but_not_for_staff(
 
 
 async def test_every_session_of_a_customer_spends_one_budget(
-    limited_settings: GatewaySettings, backend: FakeBackend
+    limited_settings: GatewaySettings, backend: Backend
 ) -> None:
-    clients = ServiceClients.connect(
-        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
-    )
-    add_user(backend, "ann", 1)
-    first, second = backend.user.open_session(1, "ann"), backend.user.open_session(1, "ann")
+    clients = backend.clients()
+    await backend.add_user("ann", 1)
+    first, second = await backend.login("ann"), await backend.login("ann")
     behind_proxy = replace(limited_settings, trusted_proxies=parse_networks(["127.0.0.1"]))
     async for client in serve_gateway(behind_proxy, clients):
         for token, address in ((first, "198.51.100.1"), (second, "198.51.100.2")):
             headers = {"api_key": token, "X-Forwarded-For": address}
             assert (await client.get("/v2/pet/abc", headers=headers)).status == 400
         # Burst 2 spent by two sessions from two addresses: a third session buys nothing.
-        third = {"api_key": backend.user.open_session(1, "ann"), "X-Forwarded-For": "198.51.100.3"}
+        third = {"api_key": await backend.login("ann"), "X-Forwarded-For": "198.51.100.3"}
         assert (await client.get("/v2/pet/abc", headers=third)).status == 429
         # The address itself still has its own budget.
         assert (await client.get("/v2/pet/abc", headers={"X-Forwarded-For": "198.51.100.3"})).status == 400
 
 
 async def test_an_ended_session_spends_its_address_budget(
-    limited_settings: GatewaySettings, backend: FakeBackend
+    limited_settings: GatewaySettings, backend: Backend
 ) -> None:
-    clients = ServiceClients.connect(
-        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
-    )
-    add_user(backend, "ann", 1)
-    stale = backend.user.open_session(1, "ann")
-    backend.user.sessions.clear()  # logged out, password changed or account deleted
+    clients = backend.clients()
+    await backend.add_user("ann", 1)
+    stale = await backend.login("ann")
+    await backend.logout(stale)  # logged out (or its password changed, or the account deleted)
     async for client in serve_gateway(limited_settings, clients):
         for _ in range(2):
             assert (await client.get("/v2/pet/abc")).status == 400  # the address's burst
         assert (await client.get("/v2/pet/abc", headers={"api_key": stale})).status == 429
-        fresh = backend.user.open_session(1, "ann")
+        fresh = await backend.login("ann")
         assert (await client.get("/v2/pet/abc", headers={"api_key": fresh})).status == 400
 
 
 async def test_with_both_limits_off_login_sends_no_allowance(
-    settings: GatewaySettings, backend: FakeBackend
+    settings: GatewaySettings, backend: Backend
 ) -> None:
-    add_user(backend, "ann", 1)
-    clients = ServiceClients.connect(
-        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
-    )
+    await backend.add_user("ann", 1)
+    clients = backend.clients()
     off = replace(settings, rate_limit_per_second=0, login_rate_limit_per_minute=0)
     async for client in serve_gateway(off, clients):
         for _ in range(150):  # past the default burst of 100
@@ -334,24 +318,10 @@ async def test_with_both_limits_off_login_sends_no_allowance(
         assert "X-Rate-Limit" not in response.headers
 
 
-class ExhaustedPets:
-    """A pet stub whose every call is refused as a service shedding load would refuse it."""
-
-    async def GetPet(self, request: object, **options: object) -> object:
-        raise grpc.aio.AioRpcError(
-            grpc.StatusCode.RESOURCE_EXHAUSTED,
-            grpc.aio.Metadata(),
-            grpc.aio.Metadata(),
-            details="Concurrent RPC limit exceeded!",
-        )
-
-
 async def test_a_service_out_of_capacity_is_429_with_retry_after(
-    settings: GatewaySettings, backend: FakeBackend
+    settings: GatewaySettings, backend: Backend
 ) -> None:
-    real = ServiceClients.connect(
-        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
-    )
+    real = backend.clients()
     clients = replace(real, pet=cast(Any, ExhaustedPets()))
     async for client in serve_gateway(settings, clients):
         response = await client.get("/v2/pet/1")

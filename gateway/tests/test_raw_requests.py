@@ -11,8 +11,8 @@ import pytest
 
 from petstore_gateway.bodies import MAX_FORM_FIELDS
 
+from .backend import Backend
 from .conftest import STATIC_KEY, Client
-from .fakes import FakeBackend
 
 KEY = STATIC_KEY.encode()
 
@@ -42,9 +42,9 @@ def error_message(status: int, payload: bytes) -> str:
 
 
 async def test_an_api_key_that_is_not_utf8_is_401_on_writes_and_ignored_on_reads(
-    client: Client, backend: FakeBackend
+    client: Client, backend: Backend
 ) -> None:
-    backend.pet.add(1, "rex")
+    await backend.add_pet(1, "rex")
     status, _, payload = await send(client, b"DELETE /v2/pet/1 HTTP/1.1\r\napi_key: \xff\xfe.\xff.\xff\r\n")
     assert (status, error_message(status, payload)) == (401, "invalid api_key")
     status, _, _ = await send(client, b"GET /v2/pet/1 HTTP/1.1\r\napi_key: \xff\xfe\r\n")
@@ -76,16 +76,16 @@ IMAGE = b'Content-Disposition: form-data; name="file"; filename="a.png"\r\nConte
     ],
 )
 async def test_upload_parts_with_bytes_that_are_not_utf8_are_400(
-    client: Client, backend: FakeBackend, part: bytes, message: str
+    client: Client, backend: Backend, part: bytes, message: str
 ) -> None:
-    backend.pet.add(1, "rex")
+    await backend.add_pet(1, "rex")
     head = (
         b"POST /v2/pet/1/uploadImage HTTP/1.1\r\napi_key: " + KEY + b"\r\n"
         b"Content-Type: multipart/form-data; boundary=b\r\n"
     )
     status, _, payload = await send(client, head, multipart(part))
     assert (status, error_message(status, payload)) == (400, message)
-    assert backend.pet.images == []
+    assert await backend.stack.pet.store.list_images(1) == []
 
 
 @pytest.mark.parametrize(
@@ -111,19 +111,19 @@ async def test_upload_parts_with_bytes_that_are_not_utf8_are_400(
     ],
 )
 async def test_forms_in_an_unknown_charset_are_400(
-    client: Client, backend: FakeBackend, content_type: bytes, body: bytes
+    client: Client, backend: Backend, content_type: bytes, body: bytes
 ) -> None:
-    backend.pet.add(1, "rex")
+    await backend.add_pet(1, "rex")
     path = b"/v2/pet/1/uploadImage" if b"additionalMetadata" in body else b"/v2/pet/1"
     head = b"POST " + path + b" HTTP/1.1\r\napi_key: " + KEY + b"\r\nContent-Type: " + content_type + b"\r\n"
     status, _, payload = await send(client, head, body)
     assert (status, error_message(status, payload)) == (400, "request body is not a valid form")
-    assert backend.pet.pets[1].name == "rex"
+    assert (await backend.pet(1)).name == "rex"
 
 
 @pytest.mark.parametrize("encoding", [b"deflate", b"gzip"])
 async def test_a_body_that_does_not_follow_its_content_encoding_is_400(
-    client: Client, backend: FakeBackend, encoding: bytes
+    client: Client, backend: Backend, encoding: bytes
 ) -> None:
     head = (
         b"POST /v2/pet HTTP/1.1\r\napi_key: " + KEY + b"\r\n"
@@ -132,11 +132,11 @@ async def test_a_body_that_does_not_follow_its_content_encoding_is_400(
     status, _, payload = await send(client, head, b"not compressed at all")
     assert status == 400
     error_message(status, payload)
-    assert backend.pet.pets == {}
+    assert await backend.pet_ids() == []
 
 
-async def test_a_part_header_aiohttp_cannot_parse_is_400(client: Client, backend: FakeBackend) -> None:
-    backend.pet.add(1, "rex")
+async def test_a_part_header_aiohttp_cannot_parse_is_400(client: Client, backend: Backend) -> None:
+    await backend.add_pet(1, "rex")
     head = (
         b"POST /v2/pet/1/uploadImage HTTP/1.1\r\napi_key: " + KEY + b"\r\n"
         b"Content-Type: multipart/form-data; boundary=b\r\n"
@@ -147,8 +147,8 @@ async def test_a_part_header_aiohttp_cannot_parse_is_400(client: Client, backend
     assert (status, error_message(status, payload)) == (400, "request body is not a valid form")
 
 
-async def test_too_many_form_fields_is_413_saying_so(client: Client, backend: FakeBackend) -> None:
-    backend.pet.add(1, "rex")
+async def test_too_many_form_fields_is_413_saying_so(client: Client, backend: Backend) -> None:
+    await backend.add_pet(1, "rex")
     head = (
         b"POST /v2/pet/1 HTTP/1.1\r\napi_key: "
         + KEY

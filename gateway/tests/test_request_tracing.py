@@ -11,10 +11,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from petstore_common.tracing import Tracing, configure_tracing
 from petstore_gateway.app import create_app
-from petstore_gateway.clients import ServiceClients
 from petstore_gateway.settings import GatewaySettings
 
-from .fakes import FakeBackend
+from .backend import Backend
 
 
 @pytest.fixture
@@ -30,15 +29,13 @@ def tracing() -> Iterator[tuple[Tracing, InMemorySpanExporter]]:
 
 async def test_a_request_is_a_server_span_with_its_service_call_inside(
     settings: GatewaySettings,
-    backend: FakeBackend,  # started before tracing: its fake server makes no spans
+    backend: Backend,  # started before tracing: its servers and staff channels make no spans
     tracing: tuple[Tracing, InMemorySpanExporter],
 ) -> None:
     on, spans = tracing
-    backend.pet.add(1, "rex")
+    await backend.add_pet(1, "rex")
     # Channels made after configure_tracing carry the client instrumentation.
-    clients = ServiceClients.connect(
-        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
-    )
+    clients = backend.clients()
     app = create_app(settings, clients=clients)
     on.instrument_app(app)
     try:

@@ -14,7 +14,6 @@ import pytest
 from aiohttp import web
 
 from petstore_gateway.app import create_app
-from petstore_gateway.clients import ServiceClients
 from petstore_gateway.connections import ConnectionTimeouts, GuardedAppRunner
 from petstore_gateway.errors import UNAVAILABLE_RETRY_AFTER
 from petstore_gateway.settings import (
@@ -26,7 +25,7 @@ from petstore_gateway.settings import (
     GatewaySettings,
 )
 
-from .fakes import SESSION_SECRET, FakeBackend
+from .backend import SESSION_SECRET, Backend
 
 HEADER_TIMEOUT = 0.3
 BODY_TIMEOUT = 0.3
@@ -39,7 +38,7 @@ USER_HEAD = b"POST /v2/user HTTP/1.1\r\nHost: t\r\nContent-Type: application/jso
 
 
 @pytest.fixture
-async def port(backend: FakeBackend) -> AsyncIterator[int]:
+async def port(backend: Backend) -> AsyncIterator[int]:
     settings = GatewaySettings.from_env(
         {
             "PETSTORE_SESSION_SECRET": SESSION_SECRET,
@@ -50,9 +49,7 @@ async def port(backend: FakeBackend) -> AsyncIterator[int]:
             "BODY_BUFFER_BYTES": str(2 * MAX_BODY),
         }
     )
-    clients = ServiceClients.connect(
-        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
-    )
+    clients = backend.clients()
     runner = GuardedAppRunner(
         create_app(settings, clients=clients),
         timeouts=ConnectionTimeouts.from_settings(settings),

@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -270,12 +270,18 @@ def server_options(settings: ServiceSettings) -> list[tuple[str, int]]:
     return options
 
 
-async def start_service(definition: ServiceDefinition, settings: ServiceSettings) -> RunningService:
-    """Start serving `definition` on settings.listen_addr (port 0 picks one); returns the port."""
+async def start_service(
+    definition: ServiceDefinition,
+    settings: ServiceSettings,
+    *,
+    interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+) -> RunningService:
+    """Start serving `definition` on settings.listen_addr (port 0 picks one); returns the port.
+    `interceptors` see each call before the shared one does: tests observe calls with them."""
     health_servicer = health.aio.HealthServicer()
     readiness = Readiness(definition, health_servicer)
     server = grpc.aio.server(
-        interceptors=[RequestInterceptor(readiness, definition.validator)],
+        interceptors=[*interceptors, RequestInterceptor(readiness, definition.validator)],
         maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
         options=server_options(settings),
     )

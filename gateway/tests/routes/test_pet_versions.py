@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-
+import grpc
 import pytest
 
+from petstore.pet.v1 import pet_pb2
 from petstore_gateway.keys import PET_CACHE
 from petstore_gateway.settings import GatewaySettings
 
+from ..backend import Backend, running_backend, until
 from ..conftest import STATIC_KEY, Client, metrics_text, serve_gateway
-from ..fakes import FakeBackend
+from ..faults import ChangeFeedDelay, NoChangeStreams
 from ..wire import Wire, error_of
 
 KEY = {"api_key": STATIC_KEY}
@@ -19,33 +19,28 @@ WIRES = pytest.mark.parametrize("wire", list(Wire))
 PET = {"id": 1, "name": "Max", "photoUrls": []}
 
 
-async def until(condition: object) -> None:
-    for _ in range(500):  # 5 s
-        if callable(condition) and condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the condition never held")
+@pytest.fixture
+def feed() -> ChangeFeedDelay:
+    return ChangeFeedDelay()
 
 
 @pytest.fixture
-async def cached_client(settings: GatewaySettings, backend: FakeBackend) -> AsyncIterator[Client]:
-    """A gateway whose pet service streams its changes: the cache goes live."""
-    from petstore_gateway.clients import ServiceClients
+def service_interceptors(feed: ChangeFeedDelay) -> tuple[grpc.aio.ServerInterceptor, ...]:
+    return (feed,)
 
-    backend.pet.watchable = True
-    clients = ServiceClients.connect(
-        pet_addr=backend.address, order_addr=backend.address, user_addr=backend.address
-    )
-    async for served in serve_gateway(settings, clients):
-        await until(lambda app=served.app: app[PET_CACHE].live)
-        yield served
+
+@pytest.fixture
+async def cached_client(client: Client) -> Client:
+    """The gateway once the pet service's change stream is up: the cache is live."""
+    await until(lambda: client.app[PET_CACHE].live)
+    return client
 
 
 @WIRES
 async def test_a_pet_has_an_etag_per_representation_and_304_when_held(
-    client: Client, backend: FakeBackend, wire: Wire
+    client: Client, backend: Backend, wire: Wire
 ) -> None:
-    backend.pet.add(1, "Rex")
+    await backend.add_pet(1, "Rex")
     first = await client.get("/v2/pet/1", headers={"Accept": wire.value})
     etag = first.headers["ETag"]
     assert etag.startswith('"1-')
@@ -63,8 +58,8 @@ async def test_a_pet_has_an_etag_per_representation_and_304_when_held(
     ).status == 200
 
 
-async def test_a_changed_pet_answers_200_with_the_new_tag(client: Client, backend: FakeBackend) -> None:
-    backend.pet.add(1, "Rex")
+async def test_a_changed_pet_answers_200_with_the_new_tag(client: Client, backend: Backend) -> None:
+    await backend.add_pet(1, "Rex")
     etag = (await client.get("/v2/pet/1")).headers["ETag"]
     await client.put("/v2/pet", json=PET, headers=KEY)
 
@@ -76,7 +71,7 @@ async def test_a_changed_pet_answers_200_with_the_new_tag(client: Client, backen
 
 @WIRES
 async def test_put_and_create_answer_with_the_etag_of_what_they_return(
-    client: Client, backend: FakeBackend, wire: Wire
+    client: Client, backend: Backend, wire: Wire
 ) -> None:
     created = await client.post(
         "/v2/pet", data=wire.body("Pet", {"name": "Rex", "photoUrls": []}), headers=wire.headers(**KEY)
@@ -91,27 +86,27 @@ async def test_put_and_create_answer_with_the_etag_of_what_they_return(
     assert put.headers["ETag"].startswith('"2-')
 
 
-async def test_put_with_the_current_etag_writes(client: Client, backend: FakeBackend) -> None:
-    backend.pet.add(1, "Rex")
+async def test_put_with_the_current_etag_writes(client: Client, backend: Backend) -> None:
+    await backend.add_pet(1, "Rex")
     etag = (await client.get("/v2/pet/1")).headers["ETag"]
 
     response = await client.put("/v2/pet", json=PET, headers={**KEY, "If-Match": etag})
     assert response.status == 200
-    assert backend.pet.pets[1].name == "Max"
+    assert (await backend.pet(1)).name == "Max"
 
 
 @pytest.mark.parametrize("if_match", ['"1-0123456789abcdef"', 'W/"2-0123456789abcdef"', '"junk"'])
 async def test_put_with_a_tag_that_is_not_current_is_412_and_changes_nothing(
-    client: Client, backend: FakeBackend, if_match: str
+    client: Client, backend: Backend, if_match: str
 ) -> None:
-    backend.pet.add(1, "Rex")
+    await backend.add_pet(1, "Rex")
     await client.put("/v2/pet", json={**PET, "name": "Bob"}, headers=KEY)  # version 2 now
 
     response = await client.put("/v2/pet", json=PET, headers={**KEY, "If-Match": if_match})
     status, message = await error_of(Wire.JSON, response)
     assert status == 412
     assert "changed since the version given" in message
-    assert backend.pet.pets[1].name == "Bob"
+    assert (await backend.pet(1)).name == "Bob"
 
 
 async def test_if_match_on_an_absent_pet_is_412_and_without_it_404(client: Client) -> None:
@@ -120,14 +115,14 @@ async def test_if_match_on_an_absent_pet_is_412_and_without_it_404(client: Clien
     assert (await client.put("/v2/pet", json=PET, headers=KEY)).status == 404
 
 
-async def test_if_match_does_not_hide_a_refusal(client: Client, backend: FakeBackend) -> None:
-    backend.pet.add(1, "Rex")
+async def test_if_match_does_not_hide_a_refusal(client: Client, backend: Backend) -> None:
+    await backend.add_pet(1, "Rex")
     response = await client.put("/v2/pet", json=PET, headers={"If-Match": '"1-0123456789abcdef"'})
     assert response.status == 401
 
 
-async def test_the_form_update_honours_if_match(client: Client, backend: FakeBackend) -> None:
-    backend.pet.add(1, "Rex")
+async def test_the_form_update_honours_if_match(client: Client, backend: Backend) -> None:
+    await backend.add_pet(1, "Rex")
     etag = (await client.get("/v2/pet/1")).headers["ETag"]
     form = {"name": "Max"}
     assert (await client.post("/v2/pet/1", data=form, headers={**KEY, "If-Match": etag})).status == 200
@@ -135,87 +130,89 @@ async def test_the_form_update_honours_if_match(client: Client, backend: FakeBac
     assert stale.status == 412
     empty = await client.post("/v2/pet/1", data={}, headers={**KEY, "If-Match": etag})  # nothing to write
     assert empty.status == 412
-    assert backend.pet.pets[1].name == "Max"
+    assert (await backend.pet(1)).name == "Max"
 
 
-async def test_writes_without_if_match_overwrite_as_before(client: Client, backend: FakeBackend) -> None:
-    backend.pet.add(1, "Rex")
+async def test_writes_without_if_match_overwrite_as_before(client: Client, backend: Backend) -> None:
+    await backend.add_pet(1, "Rex")
     for name in ("A", "B"):
         assert (await client.put("/v2/pet", json={**PET, "name": name}, headers=KEY)).status == 200
-    assert backend.pet.pets[1].name == "B"
+    assert (await backend.pet(1)).name == "B"
 
 
-async def test_without_a_change_stream_every_read_goes_through(client: Client, backend: FakeBackend) -> None:
-    backend.pet.add(1, "Rex")
-    for _ in range(3):
-        assert (await client.get("/v2/pet/1")).status == 200
-    assert backend.pet.get_calls == 3
-    assert not client.app[PET_CACHE].live
+async def test_without_a_change_stream_every_read_goes_through(settings: GatewaySettings) -> None:
+    async with running_backend(interceptors=(NoChangeStreams(),)) as backend:
+        await backend.add_pet(1, "Rex")
+        async for client in serve_gateway(settings, backend.clients()):
+            await until(lambda: backend.calls.count("PetService/WatchPets") > 0)  # and refused
+            for _ in range(3):
+                assert (await client.get("/v2/pet/1")).status == 200
+            assert backend.calls.count("PetService/GetPet") == 3
+            assert not client.app[PET_CACHE].live
 
 
-async def test_a_live_cache_answers_repeated_reads_itself(
-    cached_client: Client, backend: FakeBackend
-) -> None:
-    backend.pet.add(1, "Rex")
-    await until(lambda: backend.pet.watchers)
+async def test_a_live_cache_answers_repeated_reads_itself(cached_client: Client, backend: Backend) -> None:
+    await backend.add_pet(1, "Rex")
     bodies = [await (await cached_client.get("/v2/pet/1")).json() for _ in range(3)]
     assert bodies == [bodies[0]] * 3
-    assert backend.pet.get_calls == 1
+    assert backend.calls.count("PetService/GetPet") == 1
     etag = (await cached_client.get("/v2/pet/1")).headers["ETag"]
     assert (await cached_client.get("/v2/pet/1", headers={"If-None-Match": etag})).status == 304
-    assert backend.pet.get_calls == 1
+    assert backend.calls.count("PetService/GetPet") == 1
 
 
 async def test_a_write_through_the_gateway_is_read_back_at_once(
-    cached_client: Client, backend: FakeBackend
+    cached_client: Client, backend: Backend, feed: ChangeFeedDelay
 ) -> None:
-    backend.pet.add(1, "Rex")
+    await backend.add_pet(1, "Rex")
     await cached_client.get("/v2/pet/1")
-    backend.pet.watchers.clear()  # the change event will never come: only the write path can help
+    feed.hold()  # the change event will not come in time: only the write path can help
 
     await cached_client.put("/v2/pet", json=PET, headers=KEY)
     assert (await (await cached_client.get("/v2/pet/1")).json())["name"] == "Max"
 
 
 async def test_a_change_made_elsewhere_reaches_the_cache_through_the_stream(
-    cached_client: Client, backend: FakeBackend
+    cached_client: Client, backend: Backend, feed: ChangeFeedDelay
 ) -> None:
-    backend.pet.add(1, "Rex")
+    await backend.add_pet(1, "Rex")
     await cached_client.get("/v2/pet/1")
-    stored = backend.pet.pets[1]
-    stored.name, stored.version = "Elsewhere", 2
+    feed.hold()
+    await backend.change_pet(pet_pb2.Pet(id=1, name="Elsewhere"))  # through another gateway
     assert (await (await cached_client.get("/v2/pet/1")).json())["name"] == "Rex"  # no event yet
 
-    backend.pet.publish(1, 2)
+    feed.release()
     await until(lambda: cached_client.app[PET_CACHE].size[0] == 0)
     assert (await (await cached_client.get("/v2/pet/1")).json())["name"] == "Elsewhere"
 
 
-async def test_a_deleted_pet_is_404_at_once(cached_client: Client, backend: FakeBackend) -> None:
-    backend.pet.add(1, "Rex")
+async def test_a_deleted_pet_is_404_at_once(cached_client: Client, backend: Backend) -> None:
+    await backend.add_pet(1, "Rex")
     await cached_client.get("/v2/pet/1")
     assert (await cached_client.delete("/v2/pet/1", headers=KEY)).status == 200
     assert (await cached_client.get("/v2/pet/1")).status == 404
 
 
 async def test_a_lost_stream_empties_the_cache_and_reads_go_through(
-    cached_client: Client, backend: FakeBackend
+    cached_client: Client, backend: Backend
 ) -> None:
-    backend.pet.add(1, "Rex")
+    await backend.add_pet(1, "Rex")
     await cached_client.get("/v2/pet/1")
-    backend.pet.watchable = False  # it will not come back
-    backend.pet.lose_watches()
+    await backend.stack.pet.stop()
     await until(lambda: not cached_client.app[PET_CACHE].live)
-    backend.pet.pets[1].name = "Changed unseen"
+
+    down = await cached_client.get("/v2/pet/1")  # read through, not answered from the cache
+    assert await error_of(Wire.JSON, down) == (503, "the pet service is unavailable")
+    # Changed where the gateway cannot see it (the store outlives the service, like a database).
+    await backend.stack.pet.store.update(pet_pb2.Pet(id=1, name="Changed unseen"), ["name"])
+    await backend.stack.pet.start()  # a new process: its changes are a new epoch, no resuming
+    await until(lambda: cached_client.app[PET_CACHE].live)
 
     assert (await (await cached_client.get("/v2/pet/1")).json())["name"] == "Changed unseen"
-    calls = backend.pet.get_calls
-    await cached_client.get("/v2/pet/1")
-    assert backend.pet.get_calls == calls + 1
 
 
-async def test_the_cache_reports_itself_in_the_metrics(cached_client: Client, backend: FakeBackend) -> None:
-    backend.pet.add(1, "Rex")
+async def test_the_cache_reports_itself_in_the_metrics(cached_client: Client, backend: Backend) -> None:
+    await backend.add_pet(1, "Rex")
     for _ in range(3):
         await cached_client.get("/v2/pet/1")
     text = metrics_text(cached_client)
