@@ -19,7 +19,9 @@
 #   7. suite      tests/e2e through `kubectl port-forward` to the gateway on 127.0.0.1, then
 #                 tests/k8s (pet-service rolled back to its previous release and forward
 #                 again under load, three pet pods, Pod Security, policies)
-#   8. stop       pods, k3s and the shims it left stopped by PID; mounts, links, routes,
+#   8. roll       deploy/k8s/README.md's roll block as written: pet-service forward (no-op) and
+#                 back with `rollout undo`, to its previous release's image
+#   9. stop       pods, k3s and the shims it left stopped by PID; mounts, links, routes,
 #                 iptables rules, ipsets and paths restored and compared with the record
 #
 # Under CI=true nothing here may be skipped: a missing piece fails the run. Prints how long
@@ -156,3 +158,14 @@ for _ in $(seq 1 30); do
 done
 export PETSTORE_E2E_MODE=k8s PETSTORE_E2E_BASE_URL="http://$GATEWAY_LOCAL/v2" PETSTORE_K8S_NAMESPACE="$NAMESPACE"
 "$VENV/bin/python" -m pytest -p no:cacheprovider tests/e2e tests/k8s
+
+step roll
+# The README's roll-forward-and-back block, after tests/k8s/test_redeploy.py left pet-service
+# at the working tree's folder with the previous release's revision before it: the apply is a
+# no-op and the undo must bring back the previous release's image.
+run_readme_block roll
+read -r _ previous_tag _ < <("$VENV/bin/python" -m petstore_devstack.releases tags --previous pet-service)
+running="$(kubectl -n "$NAMESPACE" get deployment pet-service -o jsonpath='{.spec.template.spec.containers[0].image}')"
+[[ "$running" == "petstore/pet-service:$previous_tag" ]] ||
+  die "after the README's rollout undo pet-service runs $running, not its previous release ($previous_tag)"
+echo "rollout undo: pet-service back at its previous release ($running)"
