@@ -111,3 +111,9 @@ def test_without_names_or_words_the_engines_are_used() -> None:
     assert refusal(pet_service_pb2.ListPetsRequest(tag_names=["a\x00"]), plain) == (
         f"tagNames[0]: does not match regex pattern `{TEXT}`"
     )
+
+
+def test_refusal_says_what_check_raises_or_none() -> None:
+    validator = RequestValidator()
+    assert validator.refusal(pet_service_pb2.GetPetRequest(id=0)) == "id: must be positive"
+    assert validator.refusal(pet_service_pb2.GetPetRequest(id=1)) is None

@@ -24,11 +24,7 @@ def refusal_of_new(pet: pet_pb2.Pet) -> str | None:
 
 
 def refusal(request: object) -> str | None:
-    try:
-        validation.REQUEST_RULES.check(request)
-    except InvalidArgument as exc:
-        return exc.message
-    return None
+    return validation.REQUEST_RULES.refusal(request)
 
 
 def test_a_full_pet_at_every_bound_is_valid() -> None:

@@ -40,11 +40,7 @@ def refusal_of_new(request: user_service_pb2.CreateUserRequest) -> str | None:
 
 
 def refusal(request: object) -> str | None:
-    try:
-        validation.REQUEST_RULES.check(request)
-    except InvalidArgument as exc:
-        return exc.message
-    return None
+    return validation.REQUEST_RULES.refusal(request)
 
 
 def test_a_full_user_at_every_bound_is_valid() -> None:

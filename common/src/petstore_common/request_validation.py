@@ -54,6 +54,14 @@ class RequestValidator:
         if violations:
             raise InvalidArgument(self.describe(request, violations[0]))
 
+    def refusal(self, request: object) -> str | None:
+        """What `check` would say of `request`, or None when it passes."""
+        try:
+            self.check(request)
+        except InvalidArgument as exc:
+            return exc.message
+        return None
+
     def describe(self, request: Message, violation: protovalidate.Violation) -> str:
         """`<field path>: <what is wrong>`, or `<field path> is required`."""
         proto = violation.proto
