@@ -123,11 +123,10 @@ unit: ferretdb
 # Version skew: the e2e suite once per deployable, that one at its previous release
 # (deploy/releases.toml, petstore_devstack.releases) and the others from the working tree,
 # processes on FerretDB; every run goes, then the failed ones are named.
-SKEW_DEPLOYABLES := pet-service order-service user-service gateway
 e2e-skew: ferretdb
 	$(PY) -m petstore_devstack.releases check
 	$(PY) -m petstore_devstack.ferretdb with -- bash -c 'failed=""; \
-	  for deployable in $(SKEW_DEPLOYABLES); do \
+	  for deployable in $$($(PY) -m petstore_devstack.releases names); do \
 	    echo "== tests/e2e with $$deployable at its previous release"; start=$$SECONDS; \
 	    PETSTORE_E2E_PREVIOUS=$$deployable $(PY) -m pytest -p no:cacheprovider tests/e2e \
 	      || failed="$$failed $$deployable"; \

@@ -6,7 +6,8 @@
 #   petstore/pet-service:1.1.0   petstore/pet-service:1.1.0-3f2a9c1d0e4b
 #
 # (`-dirty` after the commit when the deployable's shipped files have uncommitted changes).
-# SERVICE (or the arguments): pet-service, order-service, user-service, gateway; default all.
+# SERVICE (or the arguments): one of `python -m petstore_devstack.releases names` (pet-service,
+# order-service, user-service, gateway); default all.
 # PREVIOUS=1: build each one's previous release instead (deploy/releases.toml), from the
 # repository at its commit, tagged the same way with its version and commit.
 # REGISTRY=registry.example.com/petstore: name the images <REGISTRY>/pet-service:... instead
@@ -19,7 +20,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PY="${PY:-$ROOT/.venv/bin/python}"
 REGISTRY="${REGISTRY:-petstore}"
-ALL=(pet-service order-service user-service gateway)
+mapfile -t ALL < <("$PY" -m petstore_devstack.releases names)
 say() { printf 'images: %s\n' "$*" >&2; }
 die() {
   say "FAILED: $*"

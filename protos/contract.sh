@@ -30,9 +30,7 @@ trap 'rm -rf "$tmp"' EXIT
 if [[ ${#against[@]} == 0 ]]; then
   # One comparison per distinct release commit; their buf.yaml is this one (a release before
   # the file existed has none), with this one's third_party/.
-  for commit in $(for d in pet-service order-service user-service gateway; do
-    "$python" -m petstore_devstack.releases previous "$d" | cut -d' ' -f2
-  done | sort -u); do
+  for commit in $("$python" -m petstore_devstack.releases previous-commits); do
     mkdir -p "$tmp/$commit"
     git -C "$repo" archive "$commit" protos/petstore | tar -x -C "$tmp/$commit"
     cp "$here/buf.yaml" "$tmp/$commit/protos/buf.yaml"

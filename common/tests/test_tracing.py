@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 from petstore_common.grpc_client import create_channel, is_serving
-from petstore_common.grpc_server import ServiceDefinition, default_service_name, start_service
+from petstore_common.grpc_server import ServiceDefinition, start_service
 from petstore_common.settings import ServiceSettings
 from petstore_common.tracing import Tracing, configure_tracing, tracing_enabled
 
@@ -47,11 +47,6 @@ def test_off_the_bootstrap_never_loads_opentelemetry() -> None:
         [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == "[]"
-
-
-def test_services_are_named_after_their_database() -> None:
-    settings = ServiceSettings.from_env(default_port=0, default_database="petstore_order", env={})
-    assert default_service_name(settings) == "order-service"
 
 
 @pytest.fixture

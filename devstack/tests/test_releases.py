@@ -14,6 +14,7 @@ from petstore_devstack.releases import (
     current_version,
     export,
     image_tags,
+    main,
     previous_release,
 )
 
@@ -139,3 +140,13 @@ def test_images_are_tagged_with_the_version_and_the_commit_dirty_when_shipped_fi
     set_version(root, "pet-service", "1.1.0")
     assert image_tags(pet, root=root) == ("1.1.0", f"1.1.0-{head[:12]}-dirty", "HEAD")
     assert image_tags(pet, previous=True, root=root) == ("1.0.0", f"1.0.0-{first[:12]}", first)
+
+
+def test_the_command_lists_the_deployables_and_their_previous_releases_commits(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["names"]) == 0
+    assert capsys.readouterr().out.split() == list(DEPLOYABLES)
+    assert main(["previous-commits"]) == 0
+    commits = capsys.readouterr().out.split()
+    assert commits == list(dict.fromkeys(previous_release(d).commit for d in DEPLOYABLES.values()))

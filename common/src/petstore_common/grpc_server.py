@@ -293,11 +293,6 @@ async def start_service(
     return RunningService(server, port, health_servicer, watchdog, definition.on_stop)
 
 
-def default_service_name(settings: ServiceSettings) -> str:
-    """The name traces carry when serve() is not told one: petstore_pet -> pet-service."""
-    return f"{settings.database.rsplit('_', 1)[-1]}-service"
-
-
 def run_service(
     name: str, read_settings: Callable[[], SettingsT], factory: ServiceFactory[SettingsT]
 ) -> None:
@@ -312,10 +307,11 @@ def run_service(
     asyncio.run(serve(factory, settings, service_name=name))
 
 
-async def serve(factory: ServiceFactory[SettingsT], own: SettingsT, *, service_name: str = "") -> None:
-    """Run a service until SIGTERM or SIGINT, then stop gracefully (traced when OTEL_TRACING=1)."""
+async def serve(factory: ServiceFactory[SettingsT], own: SettingsT, *, service_name: str) -> None:
+    """Run a service until SIGTERM or SIGINT, then stop gracefully (traced as `service_name`
+    when OTEL_TRACING=1)."""
     settings = own.service
-    tracing = configure_tracing(service_name or default_service_name(settings), os.environ)
+    tracing = configure_tracing(service_name, os.environ)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -10,6 +10,8 @@ shipped files (its own source and Dockerfile, the shared code and the contract) 
 its last release carries a newer version than that release.
 
     python -m petstore_devstack.releases check
+    python -m petstore_devstack.releases names                     # the four deployables
+    python -m petstore_devstack.releases previous-commits          # their previous releases' commits
     python -m petstore_devstack.releases previous pet-service      # prints: 1.0.0 <commit>
     python -m petstore_devstack.releases export pet-service DIR    # prints its PYTHONPATH
     python -m petstore_devstack.releases tags pet-service          # 1.1.0 1.1.0-<commit> HEAD
@@ -202,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("check", help="the release rules hold (make test)")
+    commands.add_parser("names", help="every deployable, one per line")
+    commands.add_parser("previous-commits", help="the commits of their previous releases, each once")
     previous = commands.add_parser("previous", help="a deployable's previous release: version and commit")
     previous.add_argument("deployable", choices=DEPLOYABLES)
     exporting = commands.add_parser("export", help="write a deployable's previous release under DIR")
@@ -219,6 +223,12 @@ def main(argv: list[str] | None = None) -> int:
             if not problems:
                 print(f"releases: {', '.join(f'{n} {current_version(d)}' for n, d in DEPLOYABLES.items())}")
             return 1 if problems else 0
+        if args.command == "names":
+            print("\n".join(DEPLOYABLES))
+            return 0
+        if args.command == "previous-commits":
+            print("\n".join(dict.fromkeys(previous_release(d).commit for d in DEPLOYABLES.values())))
+            return 0
         deployable = _deployable(args.deployable)
         if args.command == "tags":
             print(*image_tags(deployable, previous=args.previous))
