@@ -8,14 +8,11 @@ clients' round_robin over ready pods)."""
 from __future__ import annotations
 
 import asyncio
-import io
-import subprocess
-import tarfile
 from pathlib import Path
 
 import yaml
 
-from petstore_devstack.releases import DEPLOYABLES, current_version, image_tags, previous_release
+from petstore_devstack.releases import DEPLOYABLES, current_version, extract, image_tags, previous_release
 from tests.k8s.cluster import bounded_load, kubectl, kubectl_json
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -28,15 +25,7 @@ def previous_folder(where: Path) -> Path:
     """The pet team's folder as it was at its previous release, naming the image e2e.sh built
     from that commit (`<version>-<commit>`: a tag of its own even when the working tree's
     version is still the same)."""
-    release = previous_release(PET)
-    archive = subprocess.run(
-        ["git", "archive", "--format=tar", release.commit, "--", FOLDER],
-        cwd=REPO_ROOT,
-        check=True,
-        capture_output=True,
-    ).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(where, filter="data")
+    extract(previous_release(PET).commit, [FOLDER], where)
     folder = where / FOLDER
     kustomization = yaml.safe_load((folder / "kustomization.yaml").read_text())
     kustomization["images"] = [{"name": "petstore/pet-service", "newTag": image_tags(PET, previous=True)[1]}]

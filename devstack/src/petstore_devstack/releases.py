@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tarfile
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -163,16 +164,19 @@ def check(root: Path = REPO_ROOT) -> list[str]:
     return problems
 
 
-def export(release: Release, deployable: Deployable, dest: Path, root: Path = REPO_ROOT) -> list[Path]:
-    """Write the release's shipped files under `dest`; returns the PYTHONPATH that runs it."""
-    # Only the paths the commit has: a path added to the shipped ones later is not an error.
-    present = (
-        _git(root, "ls-tree", "--name-only", release.commit, "--", *deployable.shipped_paths).decode().split()
-    )
-    archive = _git(root, "archive", "--format=tar", release.commit, "--", *present)
+def extract(commit: str, paths: Sequence[str], dest: Path, root: Path = REPO_ROOT) -> None:
+    """Write `paths` as they were at `commit` under `dest` (only those the commit has: a path
+    added later is not an error)."""
+    present = _git(root, "ls-tree", "--name-only", commit, "--", *paths).decode().split()
+    archive = _git(root, "archive", "--format=tar", commit, "--", *present)
     dest.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(dest, filter="data")
+
+
+def export(release: Release, deployable: Deployable, dest: Path, root: Path = REPO_ROOT) -> list[Path]:
+    """Write the release's shipped files under `dest`; returns the PYTHONPATH that runs it."""
+    extract(release.commit, deployable.shipped_paths, dest, root)
     return deployable.python_path(dest)
 
 
