@@ -15,6 +15,8 @@ from petstore_gateway.cors import (
     preflight_headers,
     response_headers,
 )
+from petstore_gateway.operations import API, API_PREFIX
+from petstore_gateway.routes import OPERATIONS
 from petstore_gateway.settings import GatewaySettings
 
 from .backend import SESSION_SECRET, Backend
@@ -109,7 +111,7 @@ def _declared_headers(document: dict[str, Any]) -> tuple[set[str], set[str]]:
 def test_cors_lets_a_browser_send_and_read_every_header_the_api_declares() -> None:
     """A browser app on another origin can use every header the API takes and gives: the
     description is the source, so a header added to an operation and not here fails."""
-    requests, responses = _declared_headers(build_swagger(max_body_bytes=1024))
+    requests, responses = _declared_headers(build_swagger(OPERATIONS, max_body_bytes=1024))
     assert {"If-Match", "Idempotency-Key"} <= requests  # the test reads something
     assert {"ETag", "X-Next-Page-Token", "Retry-After", "Idempotent-Replayed"} <= responses
     assert requests <= set(ALLOW_HEADERS)
@@ -137,9 +139,10 @@ def test_a_list_of_origins_varies_by_origin_even_when_it_refuses() -> None:
 # Preflights
 
 
-async def test_every_v2_route_answers_a_preflight(client: Client) -> None:
-    resources = [r for r in client.app.router.resources() if r.canonical.startswith("/v2")]
+async def test_every_api_route_answers_a_preflight(client: Client) -> None:
+    resources = list(client.app[API].router.resources())
     assert len(resources) >= 15
+    assert all(resource.canonical.startswith(API_PREFIX) for resource in resources)
     for resource in resources:
         methods = {route.method for route in resource}
         path = resource.canonical.format(

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from aiohttp import web
 
 from petstore.user.v1 import user_service_pb2
 from petstore_gateway import caching, health
-from petstore_gateway.apidoc.routes import build_documents
+from petstore_gateway.apidoc.routes import build_documents, entry_routes
 from petstore_gateway.apidoc.routes import routes as apidoc_routes
 from petstore_gateway.auth import Authenticator
 from petstore_gateway.bodies import MAX_FORM_FIELDS
@@ -28,17 +28,24 @@ from petstore_gateway.keys import (
 )
 from petstore_gateway.metrics import GatewayMetrics
 from petstore_gateway.middlewares import MIDDLEWARES
+from petstore_gateway.operations import API, API_PREFIX, OPERATION_OF_ROUTE, Operation, api_app
 from petstore_gateway.pet_cache import PetCache
 from petstore_gateway.pet_watch import PetWatcher
 from petstore_gateway.ratelimit import RateLimits
-from petstore_gateway.routes import pet, store, user
+from petstore_gateway.routes import OPERATIONS
 from petstore_gateway.rpc import call_service
 from petstore_gateway.settings import GatewaySettings
 
 
-def create_app(settings: GatewaySettings, *, clients: ServiceClients | None = None) -> web.Application:
-    """The gateway. Without `clients` it opens channels to the configured services on start-up
-    and closes them on clean-up; tests pass clients of their own (and close them)."""
+def create_app(
+    settings: GatewaySettings,
+    *,
+    clients: ServiceClients | None = None,
+    operations: Sequence[Operation] = OPERATIONS,
+) -> web.Application:
+    """The gateway: the probes, and `operations` with their description under API_PREFIX.
+    Without `clients` it opens channels to the configured services on start-up and closes them
+    on clean-up; tests pass clients of their own (and close them)."""
     app = web.Application(
         middlewares=MIDDLEWARES, client_max_size=settings.max_body_bytes, client_max_fields=MAX_FORM_FIELDS
     )
@@ -46,7 +53,7 @@ def create_app(settings: GatewaySettings, *, clients: ServiceClients | None = No
     app[SETTINGS] = settings
     caching.install(app)
     app[METRICS] = GatewayMetrics()
-    app[API_DOCUMENTS] = build_documents(max_body_bytes=settings.max_body_bytes)
+    app[API_DOCUMENTS] = build_documents(operations, max_body_bytes=settings.max_body_bytes)
     app[RATE_LIMITS] = RateLimits.create(
         per_second=settings.rate_limit_per_second,
         burst=settings.rate_limit_burst,
@@ -76,10 +83,11 @@ def create_app(settings: GatewaySettings, *, clients: ServiceClients | None = No
         app[CLIENTS] = clients
     app.cleanup_ctx.append(_pet_watch)
     app.add_routes(health.routes)
-    app.add_routes(pet.routes)
-    app.add_routes(store.routes)
-    app.add_routes(user.routes)
-    app.add_routes(apidoc_routes)
+    app.add_routes(entry_routes)  # before the API: API_PREFIX itself is one of them
+    api, app[OPERATION_OF_ROUTE] = api_app(operations)
+    api.add_routes(apidoc_routes)
+    app[API] = api
+    app.add_subapp(API_PREFIX, api)
     return app
 
 

@@ -21,6 +21,7 @@ from petstore_gateway.negotiation import (
     body_format,
     media_type_of,
 )
+from petstore_gateway.operations import current_operation
 from petstore_gateway.representations.api_response import API_RESPONSE, api_response, error_body
 from petstore_gateway.representations.pet import MAX_PHOTO_URLS, MAX_TAGS
 from petstore_gateway.representations.shapes import (
@@ -36,7 +37,6 @@ from petstore_gateway.representations.user import MAX_USERS_PER_REQUEST
 
 T = TypeVar("T")
 
-FORM_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data"})
 
 MAX_BODY_ITEMS = max(MAX_PHOTO_URLS, MAX_TAGS, MAX_USERS_PER_REQUEST)
 """The longest list a valid body holds (createWithArray's users); objects have far fewer members."""
@@ -69,16 +69,15 @@ async def read_body(
     request: web.Request,
     document: Document,
     convert: Callable[[Any], T],
-    *,
-    invalid_status: int = 400,
 ) -> T:
     """Parse the body as `document` and convert it.
 
     400 when absent or unparseable, 415 for an unsupported Content-Type, 413 when larger than
-    the limit, and `invalid_status` when it parses but has the wrong shape. A body without a
-    Content-Type is read as JSON: generated clients send one so wherever the classic
-    description lists no media type.
+    the limit, and the operation's invalid_input_status when it parses but has the wrong
+    shape. A body without a Content-Type is read as JSON: generated clients send one so
+    wherever the classic description lists no media type.
     """
+    invalid_status = current_operation(request).invalid_input_status
     if not request.body_exists:
         raise ApiError(400, "a request body is required")
     declared = request.headers.get("Content-Type")
@@ -112,11 +111,13 @@ async def read_body(
         raise ApiError(invalid_status, str(exc)) from None
 
 
-async def read_form(request: web.Request, *, allowed: frozenset[str] = FORM_TYPES) -> MultiDictProxy[Any]:
-    """Form fields (urlencoded or multipart; multipart file parts stay in memory up to the limit)."""
+async def read_form(request: web.Request) -> MultiDictProxy[Any]:
+    """Form fields, in a media type the operation consumes (urlencoded or multipart; multipart
+    file parts stay in memory up to the limit)."""
     if not request.body_exists:
         return MultiDictProxy(MultiDict())
     media_type = media_type_of(request.headers.get("Content-Type"))
+    allowed = current_operation(request).consumes
     if media_type not in allowed:
         raise ApiError(415, f"Content-Type must be {' or '.join(sorted(allowed))}")
     try:

@@ -1,28 +1,24 @@
 """What caches may keep, and the headers every answer of the app carries.
 
-An answer depends on who asks when its route reads the credential (access.py: not OPEN) or it
-is an error (a 401, a 400 for conflicting credentials and a 429 spent from the caller's budget
-all turn on the credential; no error is worth keeping). Those answers say `Cache-Control:
-no-store` and `Vary` names the credential headers. The login and logout answers are OPEN but
-private too. Everything else (the catalogue with its ETags, the images, the docs) keeps the
-caching its handler gave it.
+An answer depends on who asks when its operation reads the credential (its access is not
+OPEN) or it is an error (a 401, a 400 for conflicting credentials and a 429 spent from the
+caller's budget all turn on the credential; no error is worth keeping). Those answers say
+`Cache-Control: no-store` and `Vary` names the credential headers. An operation declared
+private (login, logout) is OPEN but never stored either. Everything else (the catalogue with
+its ETags, the images, the docs) keeps the caching its handler gave it.
 """
 
 from __future__ import annotations
 
 from aiohttp import hdrs, web, web_response
 
-from petstore_gateway.access import Access, access_of
 from petstore_gateway.credentials import API_KEY_HEADER, AUTHORIZATION_HEADER
-from petstore_gateway.metrics import route_template
+from petstore_gateway.operations import Access, operation_of
 
 SERVER_NAME = "petstore"
 """The Server header: no product version for anybody to look up."""
 NO_STORE = "no-store"
 CREDENTIAL_HEADERS = (API_KEY_HEADER, AUTHORIZATION_HEADER)
-PRIVATE_OPEN_ROUTES = frozenset({"/v2/user/login", "/v2/user/logout"})
-"""OPEN (no credential is read) yet never stored: login answers with a session token, and a
-logout served from a cache would leave the session open."""
 
 
 def install(app: web.Application) -> None:
@@ -44,8 +40,11 @@ def add_vary(response: web.StreamResponse, *fields: str) -> None:
 
 
 def depends_on_caller(request: web.Request, status: int) -> bool:
-    """The answer turns on the credential sent: its route reads one, or it is an error."""
-    return status >= 400 or access_of(request.method, route_template(request)) is not Access.OPEN
+    """The answer turns on the credential sent: its operation reads one, or it is an error."""
+    if status >= 400:
+        return True
+    op = operation_of(request)
+    return op is not None and op.access is not Access.OPEN
 
 
 async def on_response_prepare(request: web.Request, response: web.StreamResponse) -> None:
@@ -55,5 +54,6 @@ async def on_response_prepare(request: web.Request, response: web.StreamResponse
     private = depends_on_caller(request, response.status)
     if private:
         add_vary(response, *CREDENTIAL_HEADERS)
-    if private or route_template(request) in PRIVATE_OPEN_ROUTES:
+    op = operation_of(request)
+    if private or (op is not None and op.private):
         response.headers[hdrs.CACHE_CONTROL] = NO_STORE

@@ -7,8 +7,6 @@ from aiohttp import web
 
 from petstore_gateway.etags import ETAG, IF_NONE_MATCH, none_match
 
-IMAGE_ROUTE = "/v2/pet/{petId}/images/{imageId}"
-"""Answers in the image's media type, never 406 (the negotiation middleware lets it through)."""
 IMAGE_CACHE_CONTROL = "public, max-age=31536000, immutable"
 IMAGE_HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -21,11 +19,6 @@ IMAGE_HEADERS = {
 def image_etag(image_id: str) -> str:
     """Strong: the id is new for every upload and its bytes never change."""
     return f'"{image_id}"'
-
-
-def image_url_path(pet_id: int) -> str:
-    """Where the images of this pet are, under the base URL (each at this, a slash, its id)."""
-    return IMAGE_ROUTE.split("/{imageId}", 1)[0].replace("{petId}", str(pet_id))
 
 
 def image_response(request: web.Request, image_id: str, media_type: str, data: bytes) -> web.Response:

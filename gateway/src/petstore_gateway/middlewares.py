@@ -12,8 +12,6 @@ from aiohttp.typedefs import Handler
 
 from petstore_common.logging import RequestLog
 from petstore_common.request_context import current_request_id, sanitize_request_id
-from petstore_gateway.access import Access, access_of, staff_only_refusal
-from petstore_gateway.apidoc import DOCUMENT_ROUTES
 from petstore_gateway.auth import ANONYMOUS, authenticate_request
 from petstore_gateway.bodies import error_response
 from petstore_gateway.caching import add_vary
@@ -21,14 +19,13 @@ from petstore_gateway.client_address import FORWARDED_FOR_HEADER, client_address
 from petstore_gateway.cors import preflight_headers, response_headers
 from petstore_gateway.credentials import request_credential
 from petstore_gateway.errors import ApiError
-from petstore_gateway.images import IMAGE_ROUTE
 from petstore_gateway.keys import AUTHENTICATOR, METRICS, PRINCIPAL, RATE_LIMITS, RESPONSE_TYPE, SETTINGS
 from petstore_gateway.metrics import route_template
 from petstore_gateway.negotiation import JSON_RESPONSE, choose_response_type, not_acceptable
+from petstore_gateway.operations import Access, in_api, operation_of
 from petstore_gateway.ratelimit import too_many
 
 REQUEST_ID_HEADER = "X-Request-ID"
-API_PREFIX = "/v2"
 
 access_log = RequestLog("petstore_gateway.access", "request")
 log = logging.getLogger(__name__)
@@ -54,13 +51,13 @@ async def request_id_middleware(request: web.Request, handler: Handler) -> web.S
     finally:
         current_request_id.reset(token)
     response.headers[REQUEST_ID_HEADER] = request_id
-    if request.path.startswith(API_PREFIX):
+    if in_api(request):
         _vary_on_accept(response)
     return response
 
 
 def _vary_on_accept(response: web.StreamResponse) -> None:
-    """Every /v2 answer, errors included, is JSON or XML by the Accept header: a shared cache
+    """Every API answer, errors included, is JSON or XML by the Accept header: a shared cache
     must not hand one client's representation to another (RFC 9110, 12.5.5)."""
     add_vary(response, "Accept")
 
@@ -84,7 +81,7 @@ async def observe_middleware(request: web.Request, handler: Handler) -> web.Stre
     finally:
         elapsed = time.perf_counter() - started
         route = route_template(request)
-        request.app[METRICS].observe(request.method, route, status, elapsed)
+        request.config_dict[METRICS].observe(request.method, route, status, elapsed)
         access_log.write(method=request.method, route=route, status=status, ms=round(elapsed * 1000, 2))
 
 
@@ -122,7 +119,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
 
 def _http_message(request: web.Request, status: int) -> str:
     if status == 413:
-        return f"request body is larger than {request.app[SETTINGS].max_body_bytes} bytes"
+        return f"request body is larger than {request.config_dict[SETTINGS].max_body_bytes} bytes"
     return _HTTP_MESSAGES.get(status) or HTTPStatus(status).phrase.lower()
 
 
@@ -142,7 +139,7 @@ def _error(request: web.Request, status: int, message: str, headers: dict[str, s
 def request_address(request: web.Request) -> str:
     """The client address of `request` (its peer, or whom a trusted proxy says it served)."""
     forwarded_for = request.headers.get(FORWARDED_FOR_HEADER)
-    return client_address(request.remote, forwarded_for, request.app[SETTINGS].trusted_proxies)
+    return client_address(request.remote, forwarded_for, request.config_dict[SETTINGS].trusted_proxies)
 
 
 async def client_identity(request: web.Request) -> str:
@@ -153,7 +150,9 @@ async def client_identity(request: web.Request) -> str:
     api_key = request_credential(request)
     if api_key:
         try:
-            budget = (await authenticate_request(request, request.app[AUTHENTICATOR], api_key)).budget()
+            budget = (
+                await authenticate_request(request, request.config_dict[AUTHENTICATOR], api_key)
+            ).budget()
         except ApiError:
             budget = None
         if budget is not None:
@@ -164,27 +163,23 @@ async def client_identity(request: web.Request) -> str:
 @web.middleware
 async def rate_limit_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """429 with Retry-After once a client has spent its burst faster than its rate refills it."""
-    limiter = request.app[RATE_LIMITS].clients
+    limiter = request.config_dict[RATE_LIMITS].clients
     if limiter is not None and request.path not in RATE_LIMIT_EXEMPT:
         retry_after = limiter.acquire(await client_identity(request))
         if retry_after is not None:
-            request.app[METRICS].limited("client")
+            request.config_dict[METRICS].limited("client")
             raise too_many(retry_after, "requests")
     return await handler(request)
 
 
 @web.middleware
 async def cors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """OPTIONS on a /v2 route is answered here (204: Allow, and the CORS grant for a preflight);
+    """OPTIONS on an API route is answered here (204: Allow, and the CORS grant for a preflight);
     every other answer, errors included, carries the CORS headers for an allowed Origin."""
-    allowed = request.app[SETTINGS].cors_allow_origins
+    allowed = request.config_dict[SETTINGS].cors_allow_origins
     origin = request.headers.get("Origin")
     unmatched = request.match_info.http_exception
-    if (
-        request.method == "OPTIONS"
-        and request.path.startswith(API_PREFIX)
-        and isinstance(unmatched, web.HTTPMethodNotAllowed)
-    ):
+    if request.method == "OPTIONS" and isinstance(unmatched, web.HTTPMethodNotAllowed) and in_api(request):
         return web.Response(status=204, headers=preflight_headers(origin, allowed, unmatched.allowed_methods))
     headers = response_headers(origin, allowed)
     try:
@@ -210,14 +205,10 @@ async def negotiation_middleware(request: web.Request, handler: Handler) -> web.
     """Decide the response representation before any work is done: 406 when none fits."""
     chosen = choose_response_type(request.headers.get("Accept"))
     if chosen is None:
-        if (
-            request.match_info.http_exception is None
-            and request.path.startswith(API_PREFIX)
-            and route_template(request) not in DOCUMENT_ROUTES  # the description and docs: own type
-            and route_template(request) != IMAGE_ROUTE  # an image: its own type
-        ):
+        op = operation_of(request)
+        if op is not None and op.negotiated:  # not an image, the docs or a probe: their own type
             raise not_acceptable()
-        chosen = JSON_RESPONSE  # health probes answer anyway
+        chosen = JSON_RESPONSE
     request[RESPONSE_TYPE] = chosen
     return await handler(request)
 
@@ -227,17 +218,17 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     """Who is calling goes on the request (staff, a customer or anonymous); 401 when an
     operation needs a credential and none valid was sent, or a sent one is not valid; 403 for
     anybody but staff on a staff-only operation. All before the handler reads a body. The
-    credential is `api_key` or `Authorization: Bearer`; conflicting ones are 400 on every /v2
+    credential is `api_key` or `Authorization: Bearer`; conflicting ones are 400 on every API
     request."""
-    credential = request_credential(request) if request.path.startswith(API_PREFIX) else ""
+    credential = request_credential(request) if in_api(request) else ""
     principal = ANONYMOUS
-    if request.match_info.http_exception is None:
-        route = route_template(request)
-        access = access_of(request.method, route)
+    op = operation_of(request)
+    if op is not None:
+        access = op.access
         if access in (Access.REQUIRED, Access.STAFF) or (access is Access.OPTIONAL and credential):
-            principal = await authenticate_request(request, request.app[AUTHENTICATOR], credential)
+            principal = await authenticate_request(request, request.config_dict[AUTHENTICATOR], credential)
         if access is Access.STAFF and not principal.is_staff:
-            raise ApiError(403, staff_only_refusal(request.method, route))
+            raise ApiError(403, op.staff_refusal)
     request[PRINCIPAL] = principal
     return await handler(request)
 

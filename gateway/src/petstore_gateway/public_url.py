@@ -24,7 +24,7 @@ MAX_HOST_CHARS = 255
 
 def public_base_url(request: web.Request) -> str:
     """scheme://host[:port][/prefix], without a trailing slash: where this gateway is reached."""
-    configured = request.app[SETTINGS].public_base_url
+    configured = request.config_dict[SETTINGS].public_base_url
     if configured:
         return configured
     host = request.headers.get("Host", "")

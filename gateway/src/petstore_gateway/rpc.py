@@ -10,7 +10,9 @@ from aiohttp import web
 
 from petstore_common.errors import RETRY_AFTER_METADATA
 from petstore_gateway.errors import NO_OVERRIDES, Overrides, api_error_from_rpc
+from petstore_gateway.etags import IF_MATCH
 from petstore_gateway.keys import SETTINGS
+from petstore_gateway.operations import current_operation
 
 log = logging.getLogger(__name__)
 
@@ -44,11 +46,17 @@ async def call(
     message: RequestT,
     *,
     service: str,
-    overrides: Overrides = NO_OVERRIDES,
 ) -> ResponseT:
-    """call_service with the configured deadline (GRPC_TIMEOUT_SECONDS)."""
-    timeout = request.app[SETTINGS].grpc_timeout_seconds
-    return await call_service(method, message, service=service, deadline_seconds=timeout, overrides=overrides)
+    """call_service with the configured deadline (GRPC_TIMEOUT_SECONDS), the service's statuses
+    mapped as the request's operation declares."""
+    op = current_operation(request)
+    return await call_service(
+        method,
+        message,
+        service=service,
+        deadline_seconds=request.config_dict[SETTINGS].grpc_timeout_seconds,
+        overrides=op.status_overrides(if_match=IF_MATCH in request.headers),
+    )
 
 
 def _retry_after(metadata: grpc.aio.Metadata | None) -> str | None:

@@ -4,20 +4,16 @@ and a rule changed in the proto changes both documents."""
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from buf.validate.validate_pb2 import FieldRules
 
-import petstore_common.rules
 from petstore.order.v1 import order_pb2, order_service_pb2
 from petstore.pet.v1 import pet_pb2, pet_service_pb2
 from petstore.user.v1 import user_pb2, user_service_pb2
 from petstore_common.rules import field_rules
-from petstore_gateway.apidoc import swagger
-from petstore_gateway.apidoc.openapi import to_openapi
+from petstore_gateway.apidoc import schemas
 
 from ..conftest import Client
 from .described import both_documents, operations
@@ -215,7 +211,7 @@ def test_every_published_bound_is_the_protos_rule(
 
 
 def test_the_optional_email_of_an_update_is_empty_or_the_protos_email() -> None:
-    assert f"^$|{rule(User, 'email', 'string.pattern')}" == swagger.OPTIONAL_EMAIL_PATTERN
+    assert f"^$|{rule(User, 'email', 'string.pattern')}" == schemas.OPTIONAL_EMAIL_PATTERN
 
 
 def test_a_batch_of_users_is_bounded_as_the_proto_bounds_it(documents: dict[str, dict[str, Any]]) -> None:
@@ -224,41 +220,3 @@ def test_a_batch_of_users_is_bounded_as_the_proto_bounds_it(documents: dict[str,
     assert swagger_body["schema"]["maxItems"] == limit
     openapi_body = operations(documents["openapi"])[("POST", "/v2/user/createWithList")]["requestBody"]
     assert {content["schema"]["maxItems"] for content in openapi_body["content"].values()} == {limit}
-
-
-@pytest.fixture
-def pet_names_of_300_characters(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The descriptors as if Pet.name's max_len were 300 in the proto (and `make protos` run):
-    the document module is read again over them, and afresh over the real ones afterwards."""
-    real = petstore_common.rules.field_rules
-
-    def changed(message: Any, field: str) -> FieldRules:
-        rules = real(message, field)
-        if message is pet_pb2.Pet and field == "name":
-            rules.string.max_len = 300
-        return rules
-
-    monkeypatch.setattr(petstore_common.rules, "field_rules", changed)
-    importlib.reload(swagger)
-    try:
-        yield
-    finally:
-        monkeypatch.undo()
-        importlib.reload(swagger)
-
-
-@pytest.mark.usefixtures("pet_names_of_300_characters")
-def test_a_rule_changed_in_the_proto_changes_both_documents() -> None:
-    document = swagger.build_swagger(max_body_bytes=1024)
-    openapi = to_openapi(document)
-
-    for built in (document, openapi):
-        assert definition(built, "Pet")["properties"]["name"]["maxLength"] == 300
-    form = form_field(openapi, "POST", "/pet/{petId}", "name")
-    assert form["maxLength"] == 300
-
-
-def test_the_documents_module_is_itself_again_after_the_change() -> None:
-    document = swagger.build_swagger(max_body_bytes=1024)
-    name = definition(document, "Pet")["properties"]["name"]["maxLength"]
-    assert name == field_rules(pet_pb2.Pet, "name").string.max_len

@@ -7,6 +7,7 @@ import pytest
 
 from petstore_gateway.apidoc.openapi import to_openapi
 from petstore_gateway.apidoc.swagger import build_swagger
+from petstore_gateway.routes import OPERATIONS
 
 
 def _swagger(operation: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -124,7 +125,7 @@ def test_responses_get_content_per_produced_type_and_header_schemas() -> None:
 
 
 def test_servers_components_and_no_reference_left_behind() -> None:
-    document = to_openapi(build_swagger(max_body_bytes=1024))
+    document = to_openapi(build_swagger(OPERATIONS, max_body_bytes=1024))
     assert document["openapi"] == "3.0.3"
     assert document["servers"] == [{"url": "/v2"}]
     assert b"#/definitions/" not in orjson.dumps(document)

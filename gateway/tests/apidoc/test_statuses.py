@@ -20,7 +20,8 @@ import pytest
 
 from petstore.pet.v1 import pet_service_pb2
 from petstore_common import callers
-from petstore_gateway.images import IMAGE_ROUTE
+from petstore_gateway.operations import API_PREFIX
+from petstore_gateway.routes.pet import IMAGE_PATH
 from petstore_gateway.settings import GatewaySettings
 
 from ..backend import PASSWORD, Backend, running_backend, until
@@ -39,6 +40,7 @@ BOB_SESSION = "<a session of bob>"
 """Stand for the sessions _seed opens: Call.send puts the real tokens in their place."""
 IMAGE = "<image id>"
 """Stands in a URL for the id of the image _seed uploads."""
+IMAGE_ROUTE = API_PREFIX + IMAGE_PATH
 AS_KIT = {"api_key": KIT_SESSION}
 """A customer: refused wherever only staff may act."""
 

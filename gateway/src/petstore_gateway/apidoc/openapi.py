@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from petstore_gateway.apidoc.swagger import Json
+from petstore_gateway.operations import Json
 
 OPENAPI_VERSION = "3.0.3"
 _SCHEMA_KEYS = (

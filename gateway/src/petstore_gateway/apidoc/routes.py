@@ -7,19 +7,25 @@ behind any host, port or path prefix; nothing is loaded from anywhere else.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import orjson
 from aiohttp import web
 from swagger_ui_bundle import swagger_ui_path  # type: ignore[import-untyped]
 
-from petstore_gateway.apidoc import DOCS_ASSET_PATH, DOCS_PATH, ENTRY_PATHS, OPENAPI_PATH, SWAGGER_PATH
 from petstore_gateway.apidoc.documents import ApiDocuments
 from petstore_gateway.apidoc.openapi import to_openapi
 from petstore_gateway.apidoc.swagger import build_swagger
 from petstore_gateway.errors import ApiError
 from petstore_gateway.keys import API_DOCUMENTS
+from petstore_gateway.operations import API_PREFIX, Operation
 
+# Under API_PREFIX, in the API's sub-application.
+SWAGGER_PATH = "/swagger.json"
+OPENAPI_PATH = "/openapi.json"
+DOCS_PATH = "/docs"
+DOCS_ASSET_PATH = "/docs/{asset}"
 SWAGGER_UI_DIR = Path(str(swagger_ui_path))
 SWAGGER_UI_ASSETS = {
     "swagger-ui.css": "text/css",
@@ -86,12 +92,15 @@ window.onload = function () {
 """
 
 
-def build_documents(*, max_body_bytes: int) -> ApiDocuments:
-    swagger = build_swagger(max_body_bytes=max_body_bytes)
+def build_documents(operations: Iterable[Operation], *, max_body_bytes: int) -> ApiDocuments:
+    swagger = build_swagger(operations, max_body_bytes=max_body_bytes)
     return ApiDocuments(swagger=orjson.dumps(swagger), openapi=orjson.dumps(to_openapi(swagger)))
 
 
 routes = web.RouteTableDef()
+"""The description and the docs, under API_PREFIX."""
+entry_routes = web.RouteTableDef()
+"""The host's root and API_PREFIX itself, which lead to the docs."""
 
 
 def _json(body: bytes) -> web.Response:
@@ -100,12 +109,12 @@ def _json(body: bytes) -> web.Response:
 
 @routes.get(SWAGGER_PATH)
 async def swagger_json(request: web.Request) -> web.Response:
-    return _json(request.app[API_DOCUMENTS].swagger)
+    return _json(request.config_dict[API_DOCUMENTS].swagger)
 
 
 @routes.get(OPENAPI_PATH)
 async def openapi_json(request: web.Request) -> web.Response:
-    return _json(request.app[API_DOCUMENTS].openapi)
+    return _json(request.config_dict[API_DOCUMENTS].openapi)
 
 
 @routes.get(DOCS_PATH)
@@ -119,17 +128,18 @@ async def docs_page(request: web.Request) -> web.Response:
 
 @routes.get(DOCS_PATH + "/")
 async def docs_page_with_slash(request: web.Request) -> web.Response:
-    """The page's relative URLs need it at /v2/docs: send the browser there."""
+    """The page's relative URLs need it without the slash: send the browser there."""
     raise web.HTTPFound("../docs")
 
 
 async def entry(request: web.Request) -> web.Response:
     """The base URL itself (or the host's root) leads to the docs, rather than a 404."""
-    raise web.HTTPFound(DOCS_PATH)
+    raise web.HTTPFound(API_PREFIX + DOCS_PATH)
 
 
-for _path in ENTRY_PATHS:
-    routes.get(_path)(entry)
+entry_routes.get("/")(entry)
+entry_routes.get(API_PREFIX)(entry)
+routes.get("/")(entry)
 
 
 @routes.get(DOCS_ASSET_PATH)

@@ -1,1 +1,10 @@
-"""One RouteTableDef per resource, all under /v2."""
+"""The handlers of the API, one module per resource, each ending with the declarations of its
+operations (operations.Operation)."""
+
+from __future__ import annotations
+
+from petstore_gateway.operations import Operation
+from petstore_gateway.routes import pet, store, user
+
+OPERATIONS: tuple[Operation, ...] = (*pet.OPERATIONS, *store.OPERATIONS, *user.OPERATIONS)
+"""Every operation of the API, in the order the description lists them."""

@@ -1,9 +1,10 @@
-"""/v2/pet: the pet operations, forwarded to the pet service."""
+"""The pet operations, forwarded to the pet service; their declarations at the end."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import grpc
@@ -12,7 +13,29 @@ from google.protobuf.field_mask_pb2 import FieldMask
 from multidict import MultiDictProxy
 
 from petstore.pet.v1 import pet_pb2, pet_service_pb2
-from petstore_common.rules import field_rules
+from petstore_common.callers import CATALOGUE_STAFF_ONLY
+from petstore_gateway.apidoc.schemas import (
+    IMAGE_ID_PATTERN,
+    IMAGE_MEDIA_TYPES,
+    IMAGE_METADATA,
+    INVALID_ID,
+    MAX_IMAGE_PIXELS,
+    MAX_IMAGES_PER_PET,
+    MAX_PET_NAME_CHARS,
+    MAX_TAG_NAME_FILTERS,
+    NAME_PATTERN,
+    PAGING,
+    PET_ID,
+    PET_NOT_FOUND,
+    PETS_RESPONSE,
+    STAFF_ONLY_NOTE,
+    TAG_FILTERS,
+    body_parameter,
+    ok,
+    ok_message,
+    ref,
+    text_schema,
+)
 from petstore_gateway.bodies import (
     read_body,
     read_form,
@@ -24,14 +47,24 @@ from petstore_gateway.bodies import (
 )
 from petstore_gateway.errors import ApiError, Overrides
 from petstore_gateway.etags import IF_MATCH, if_match_precondition, matches_version, versioned_etag
-from petstore_gateway.idempotency import KEY_REUSED_IS_422, idempotency_key, replay_headers
-from petstore_gateway.images import IMAGE_ROUTE, image_response, image_url_path
+from petstore_gateway.idempotency import idempotency_key, replay_headers
+from petstore_gateway.images import IMAGE_CACHE_CONTROL, IMAGE_HEADERS, image_response
 from petstore_gateway.keys import CLIENTS, PET_CACHE, PRINCIPAL
 from petstore_gateway.negotiation import BodyFormat
+from petstore_gateway.operations import (
+    API_PREFIX,
+    BODY_MEDIA_TYPES,
+    FORM,
+    MULTIPART,
+    Access,
+    Operation,
+    current_operation,
+)
 from petstore_gateway.params import next_page_headers, page_request, parse_id, query_values
 from petstore_gateway.pet_cache import CachedPet
 from petstore_gateway.public_url import public_base_url
 from petstore_gateway.representations.pet import (
+    MAX_PHOTO_URLS,
     PET,
     PET_STATUSES,
     PETS,
@@ -44,36 +77,29 @@ from petstore_gateway.representations.shapes import InvalidRepresentation, encod
 from petstore_gateway.rpc import call
 
 SERVICE = "pet"
-# The classic API answers 405 "Invalid input" for a pet body or form that fails validation.
-INVALID_INPUT_IS_405 = {grpc.StatusCode.INVALID_ARGUMENT: 405}
-# A pet with as many images or photo URLs as it may keep takes no more.
-UPLOAD_OVERRIDES = {grpc.StatusCode.FAILED_PRECONDITION: 409}
+INVALID_INPUT_IS_405: Overrides = MappingProxyType({grpc.StatusCode.INVALID_ARGUMENT: 405})
+"""The classic API answers 405 "Invalid input" for a pet body or form that fails validation."""
+IMAGE_PATH = "/pet/{petId}/images/{imageId}"
 # The contract's image id (a plain regular expression, which RE2 and Python read alike), checked
 # here too so that a bad path segment never costs a call.
-_IMAGE_ID = re.compile(field_rules(pet_service_pb2.GetPetImageRequest, "image_id").string.pattern)
-# With If-Match, a version that moved on, or no pet at all, fails the precondition (RFC 9110 13.1.1).
-CONDITIONAL_WRITE = INVALID_INPUT_IS_405 | {
-    grpc.StatusCode.FAILED_PRECONDITION: 412,
-    grpc.StatusCode.NOT_FOUND: 412,
-}
-
-routes = web.RouteTableDef()
+_IMAGE_ID = re.compile(IMAGE_ID_PATTERN)
 
 
-@routes.post("/v2/pet")
 async def add_pet(request: web.Request) -> web.Response:
     key = idempotency_key(request)
-    pet = await read_body(
-        request, PET, lambda value: pet_from_wire(value, require_id=False), invalid_status=405
-    )
+    pet = await read_body(request, PET, lambda value: pet_from_wire(value, require_id=False))
     reply = await call(
         request,
-        request.app[CLIENTS].pet.CreatePet,
+        request.config_dict[CLIENTS].pet.CreatePet,
         pet_service_pb2.CreatePetRequest(pet=pet, caller=request[PRINCIPAL].caller(), idempotency_key=key),
         service=SERVICE,
-        overrides={**INVALID_INPUT_IS_405, **KEY_REUSED_IS_422},
     )
     return _respond_pet(request, reply.pet, headers=replay_headers(reply.idempotent_replay))
+
+
+def _images_path(pet_id: int) -> str:
+    """Where the images of this pet are, under the base URL (each at this, a slash, its id)."""
+    return API_PREFIX + IMAGE_PATH.split("/{imageId}", 1)[0].replace("{petId}", str(pet_id))
 
 
 def encode_pet(pet: pet_pb2.Pet, body_format: BodyFormat) -> CachedPet:
@@ -92,39 +118,30 @@ def _respond_pet(
     return respond_entity(request, entity.body, entity.etag, conditional=False, headers=headers)
 
 
-def _write_overrides(request: web.Request) -> Overrides:
-    return INVALID_INPUT_IS_405 if request.headers.get(IF_MATCH) is None else CONDITIONAL_WRITE
-
-
-@routes.put("/v2/pet")
 async def update_pet(request: web.Request) -> web.Response:
-    pet = await read_body(
-        request, PET, lambda value: pet_from_wire(value, require_id=True), invalid_status=405
-    )
+    pet = await read_body(request, PET, lambda value: pet_from_wire(value, require_id=True))
     try:
         reply = await call(
             request,
-            request.app[CLIENTS].pet.UpdatePet,
+            request.config_dict[CLIENTS].pet.UpdatePet,
             pet_service_pb2.UpdatePetRequest(
                 pet=pet,
                 caller=request[PRINCIPAL].caller(),
                 precondition=if_match_precondition(request.headers.get(IF_MATCH)),
             ),
             service=SERVICE,
-            overrides=_write_overrides(request),
         )
     finally:
-        request.app[PET_CACHE].written(pet.id)  # before the answer leaves: read-your-writes
+        request.config_dict[PET_CACHE].written(pet.id)  # before the answer leaves: read-your-writes
     return _respond_pet(request, reply.pet)
 
 
 async def _list_pets(request: web.Request, query: pet_service_pb2.ListPetsRequest) -> web.Response:
     query.page_size, query.page_token = page_request(request.query)
-    reply = await call(request, request.app[CLIENTS].pet.ListPets, query, service=SERVICE)
+    reply = await call(request, request.config_dict[CLIENTS].pet.ListPets, query, service=SERVICE)
     return respond(request, pets_to_wire(reply.pets), PETS, headers=next_page_headers(reply.next_page_token))
 
 
-@routes.get("/v2/pet/findByStatus")
 async def find_pets_by_status(request: web.Request) -> web.Response:
     names = query_values(request.query, "status")
     if not names:
@@ -136,7 +153,6 @@ async def find_pets_by_status(request: web.Request) -> web.Response:
     return await _list_pets(request, pet_service_pb2.ListPetsRequest(statuses=statuses))
 
 
-@routes.get("/v2/pet/findByTags")
 async def find_pets_by_tags(request: web.Request) -> web.Response:
     tags = query_values(request.query, "tags")
     if not tags:
@@ -144,19 +160,18 @@ async def find_pets_by_tags(request: web.Request) -> web.Response:
     return await _list_pets(request, pet_service_pb2.ListPetsRequest(tag_names=tags))
 
 
-@routes.get("/v2/pet/{petId}")
 async def get_pet(request: web.Request) -> web.Response:
     """From the cache while it is coherent, else read through (filling it when it may)."""
     pet_id = parse_id(request.match_info["petId"], "petId")
     body_format = response_type(request).format
-    cache = request.app[PET_CACHE]
+    cache = request.config_dict[PET_CACHE]
     entity = cache.get(pet_id, body_format)
     if entity is None:
         fill = cache.begin_fill(pet_id)
         try:
             reply = await call(
                 request,
-                request.app[CLIENTS].pet.GetPet,
+                request.config_dict[CLIENTS].pet.GetPet,
                 pet_service_pb2.GetPetRequest(id=pet_id),
                 service=SERVICE,
             )
@@ -166,25 +181,25 @@ async def get_pet(request: web.Request) -> web.Response:
     return respond_entity(request, entity.body, entity.etag)
 
 
-@routes.post("/v2/pet/{petId}")
 async def update_pet_with_form(request: web.Request) -> web.Response:
     """Form fields name and status (both optional): only those given change."""
     pet_id = parse_id(request.match_info["petId"], "petId")
     form = await read_form(request)
+    invalid_status = current_operation(request).invalid_input_status
     pet = pet_pb2.Pet(id=pet_id)
     paths: list[str] = []
-    name = _form_text(form, "name")
+    name = _form_text(form, "name", invalid_status)
     if name is not None:
         pet.name = name
         paths.append("name")
-    status = _form_text(form, "status")
+    status = _form_text(form, "status", invalid_status)
     if status is not None:
         try:
             pet.status = parse_pet_status(status)
         except InvalidRepresentation as exc:
-            raise ApiError(405, str(exc)) from None
+            raise ApiError(invalid_status, str(exc)) from None
         paths.append("status")
-    clients = request.app[CLIENTS]
+    clients = request.config_dict[CLIENTS]
     if_match = request.headers.get(IF_MATCH)
     if paths:
         try:
@@ -198,53 +213,49 @@ async def update_pet_with_form(request: web.Request) -> web.Response:
                     precondition=if_match_precondition(if_match),
                 ),
                 service=SERVICE,
-                overrides=_write_overrides(request),
             )
         finally:
-            request.app[PET_CACHE].written(pet_id)
+            request.config_dict[PET_CACHE].written(pet_id)
     else:  # nothing to change (an empty mask would mean "replace everything"): still 404 if absent
         reply = await call(
             request,
             clients.pet.GetPet,
             pet_service_pb2.GetPetRequest(id=pet_id),
             service=SERVICE,
-            overrides=_write_overrides(request),
         )
         if if_match is not None and not matches_version(if_match, reply.pet.version):
             raise ApiError(412, f"pet {pet_id} was changed since the version given (If-Match)")
     return respond_message(request, str(pet_id))
 
 
-def _form_text(form: MultiDictProxy[Any], name: str) -> str | None:
+def _form_text(form: MultiDictProxy[Any], name: str, invalid_status: int) -> str | None:
     value = form.get(name)
     if value is None:
         return None
     if not isinstance(value, str):
-        raise ApiError(405, f"{name} must be a text field")
+        raise ApiError(invalid_status, f"{name} must be a text field")
     return value
 
 
-@routes.delete("/v2/pet/{petId}")
 async def delete_pet(request: web.Request) -> web.Response:
     pet_id = parse_id(request.match_info["petId"], "petId")
     try:
         await call(
             request,
-            request.app[CLIENTS].pet.DeletePet,
+            request.config_dict[CLIENTS].pet.DeletePet,
             pet_service_pb2.DeletePetRequest(id=pet_id, caller=request[PRINCIPAL].caller()),
             service=SERVICE,
         )
     finally:
-        request.app[PET_CACHE].written(pet_id)
+        request.config_dict[PET_CACHE].written(pet_id)
     return respond_message(request, str(pet_id))
 
 
-@routes.post("/v2/pet/{petId}/uploadImage")
 async def upload_image(request: web.Request) -> web.Response:
     """Multipart `file` (+ `additionalMetadata`). The bytes go to the pet service; nothing is
     written to disk under a client-chosen name and no URL is ever fetched."""
     pet_id = parse_id(request.match_info["petId"], "petId")
-    form = await read_form(request, allowed=frozenset({"multipart/form-data"}))
+    form = await read_form(request)
     upload = form.get("file")
     if upload is None:
         raise ApiError(400, "file is required: a multipart part named file")
@@ -262,7 +273,7 @@ async def upload_image(request: web.Request) -> web.Response:
     try:
         reply = await call(
             request,
-            request.app[CLIENTS].pet.UploadPetImage,
+            request.config_dict[CLIENTS].pet.UploadPetImage,
             pet_service_pb2.UploadPetImageRequest(
                 pet_id=pet_id,
                 content_type=content_type,
@@ -270,13 +281,12 @@ async def upload_image(request: web.Request) -> web.Response:
                 additional_metadata=metadata or "",
                 file_name=file_name,
                 caller=request[PRINCIPAL].caller(),
-                images_base_url=public_base_url(request) + image_url_path(pet_id),
+                images_base_url=public_base_url(request) + _images_path(pet_id),
             ),
             service=SERVICE,
-            overrides=UPLOAD_OVERRIDES,
         )
     finally:
-        request.app[PET_CACHE].written(pet_id)  # its photoUrls changed: read-your-writes
+        request.config_dict[PET_CACHE].written(pet_id)  # its photoUrls changed: read-your-writes
     shown = "null" if metadata is None else metadata  # what the classic server printed
     message = (
         f"additionalMetadata: {shown}\nimage {reply.image_id} stored, {reply.size_bytes} bytes, "
@@ -285,7 +295,6 @@ async def upload_image(request: web.Request) -> web.Response:
     return respond_message(request, message)
 
 
-@routes.get(IMAGE_ROUTE)
 async def get_pet_image(request: web.Request) -> web.Response:
     """An uploaded image, to anyone, in the media type it was stored with."""
     pet_id = parse_id(request.match_info["petId"], "petId")
@@ -294,8 +303,242 @@ async def get_pet_image(request: web.Request) -> web.Response:
         raise ApiError(400, "Invalid ID supplied: imageId must be 32 lowercase hexadecimal digits")
     reply = await call(
         request,
-        request.app[CLIENTS].pet.GetPetImage,
+        request.config_dict[CLIENTS].pet.GetPetImage,
         pet_service_pb2.GetPetImageRequest(pet_id=pet_id, image_id=image_id),
         service=SERVICE,
     )
     return image_response(request, image_id, reply.media_type, reply.data)
+
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        method="POST",
+        path="/pet",
+        operation_id="addPet",
+        tag="pet",
+        summary="Add a new pet to the store",
+        handler=add_pet,
+        access=Access.STAFF,
+        staff_refusal=CATALOGUE_STAFF_ONLY,
+        consumes=BODY_MEDIA_TYPES,
+        idempotent=True,
+        overrides=INVALID_INPUT_IS_405,
+        success=ok("successful operation: the stored pet", ref("Pet")),
+        errors={400: "Malformed body", 405: "Invalid input", 409: "A pet with this id exists"},
+        parameters=(body_parameter(ref("Pet"), "The pet to add; the store picks the id when none is given"),),
+        description=STAFF_ONLY_NOTE,
+    ),
+    Operation(
+        method="PUT",
+        path="/pet",
+        operation_id="updatePet",
+        tag="pet",
+        summary="Update an existing pet",
+        handler=update_pet,
+        access=Access.STAFF,
+        staff_refusal=CATALOGUE_STAFF_ONLY,
+        consumes=BODY_MEDIA_TYPES,
+        conditional_write=True,
+        overrides=INVALID_INPUT_IS_405,
+        success=ok("successful operation: the stored pet", ref("Pet")),
+        errors={
+            400: "Malformed body",
+            404: PET_NOT_FOUND,
+            405: "Validation exception (id is required)",
+        },
+        parameters=(body_parameter(ref("Pet"), "The pet, with its id; every field is replaced"),),
+        description=STAFF_ONLY_NOTE,
+    ),
+    Operation(
+        method="GET",
+        path="/pet/findByStatus",
+        operation_id="findPetsByStatus",
+        tag="pet",
+        summary="Finds Pets by status",
+        handler=find_pets_by_status,
+        access=Access.OPEN,
+        success=PETS_RESPONSE,
+        errors={400: "Invalid status value, limit or pageToken"},
+        parameters=(
+            {
+                "name": "status",
+                "in": "query",
+                "description": "Status values to match: repeat the parameter or separate values by "
+                "commas (status[]=a and status[0]=a are read too)",
+                "required": True,
+                "type": "array",
+                "minItems": 1,
+                "items": {"type": "string", "enum": list(PET_STATUSES)},
+                "collectionFormat": "multi",
+            },
+            *PAGING,
+        ),
+        description="Pets in id order, a page at a time.",
+    ),
+    Operation(
+        method="GET",
+        path="/pet/findByTags",
+        operation_id="findPetsByTags",
+        tag="pet",
+        summary="Finds Pets by tags",
+        handler=find_pets_by_tags,
+        access=Access.OPEN,
+        success=PETS_RESPONSE,
+        errors={400: "Invalid tag value, limit or pageToken"},
+        parameters=(
+            {
+                "name": "tags",
+                "in": "query",
+                "description": "Tag names to match (any of them): repeat the parameter or separate by "
+                "commas (tags[]=a and tags[0]=a are read too)",
+                "required": True,
+                "type": "array",
+                "minItems": 1,
+                "maxItems": MAX_TAG_NAME_FILTERS,
+                "items": text_schema(TAG_FILTERS.items.string, minLength=TAG_FILTERS.items.string.min_len),
+                "collectionFormat": "multi",
+            },
+            *PAGING,
+        ),
+        description="Pets in id order, a page at a time.",
+    ),
+    Operation(
+        method="GET",
+        path="/pet/{petId}",
+        operation_id="getPetById",
+        tag="pet",
+        summary="Find pet by ID",
+        handler=get_pet,
+        access=Access.OPEN,
+        conditional_read=True,
+        success=ok("successful operation", ref("Pet")),
+        errors={400: INVALID_ID, 404: PET_NOT_FOUND},
+        parameters=(PET_ID,),
+    ),
+    Operation(
+        method="POST",
+        path="/pet/{petId}",
+        operation_id="updatePetWithForm",
+        tag="pet",
+        summary="Updates a pet in the store with form data",
+        handler=update_pet_with_form,
+        access=Access.STAFF,
+        staff_refusal=CATALOGUE_STAFF_ONLY,
+        consumes=(FORM, MULTIPART),
+        conditional_write=True,
+        overrides=INVALID_INPUT_IS_405,
+        success=ok_message("the pet's id as message"),
+        errors={400: "Invalid ID or form supplied", 404: PET_NOT_FOUND, 405: "Invalid input"},
+        parameters=(
+            PET_ID,
+            {
+                "name": "name",
+                "in": "formData",
+                "description": "New name of the pet",
+                "required": False,
+                "type": "string",
+                "maxLength": MAX_PET_NAME_CHARS,
+                "pattern": NAME_PATTERN,
+            },
+            {
+                "name": "status",
+                "in": "formData",
+                "description": "New status of the pet",
+                "required": False,
+                "type": "string",
+                "enum": list(PET_STATUSES),
+            },
+        ),
+        description=f"Only the fields sent change. {STAFF_ONLY_NOTE}",
+    ),
+    Operation(
+        method="DELETE",
+        path="/pet/{petId}",
+        operation_id="deletePet",
+        tag="pet",
+        summary="Deletes a pet",
+        handler=delete_pet,
+        access=Access.STAFF,
+        staff_refusal=CATALOGUE_STAFF_ONLY,
+        success=ok_message("the pet's id as message"),
+        errors={400: INVALID_ID, 404: PET_NOT_FOUND},
+        parameters=(PET_ID,),
+        description=STAFF_ONLY_NOTE,
+    ),
+    Operation(
+        method="POST",
+        path="/pet/{petId}/uploadImage",
+        operation_id="uploadFile",
+        tag="pet",
+        summary="uploads an image",
+        handler=upload_image,
+        access=Access.STAFF,
+        staff_refusal=CATALOGUE_STAFF_ONLY,
+        consumes=(MULTIPART,),
+        success=ok_message("the stored image's id and size in message"),
+        errors={
+            400: "Invalid ID, form, additionalMetadata or image (a PNG, JPEG, GIF or WebP that decodes "
+            f"whole, at most {MAX_IMAGE_PIXELS} pixels), or a Host header that is no host",
+            404: PET_NOT_FOUND,
+            409: f"The pet has {MAX_IMAGES_PER_PET} images, or {MAX_PHOTO_URLS} photoUrls, already",
+        },
+        parameters=(
+            PET_ID,
+            {
+                "name": "additionalMetadata",
+                "in": "formData",
+                "description": "Additional data to pass to server",
+                "required": False,
+                "type": "string",
+                "maxLength": IMAGE_METADATA.max_len,
+                "pattern": IMAGE_METADATA.pattern,
+            },
+            {
+                "name": "file",
+                "in": "formData",
+                "description": "The image: PNG, JPEG, GIF or WebP, decoded before it is stored (its own "
+                "Content-Type is not believed)",
+                "required": True,
+                "type": "file",
+            },
+        ),
+        description=f"{STAFF_ONLY_NOTE} The image is served at /pet/{{petId}}/images/{{imageId}}; that URL, "
+        "absolute, is added to the pet's photoUrls (the pet's version moves on) and named in message. "
+        f"At most {MAX_IMAGES_PER_PET} images per pet; they are deleted with their pet.",
+    ),
+    Operation(
+        method="GET",
+        path=IMAGE_PATH,
+        operation_id="getPetImage",
+        tag="pet",
+        summary="An uploaded image of a pet",
+        handler=get_pet_image,
+        access=Access.OPEN,
+        conditional_read=True,
+        produces=(*IMAGE_MEDIA_TYPES, *BODY_MEDIA_TYPES),
+        success=ok(
+            "The image, in the media type it was stored with",
+            {"type": "string", "format": "binary"},
+            {
+                "Cache-Control": {"type": "string", "enum": [IMAGE_CACHE_CONTROL]},
+                "X-Content-Type-Options": {
+                    "type": "string",
+                    "enum": [IMAGE_HEADERS["X-Content-Type-Options"]],
+                },
+            },
+        ),
+        errors={400: "Invalid petId or imageId", 404: "The pet has no such image"},
+        parameters=(
+            PET_ID,
+            {
+                "name": "imageId",
+                "in": "path",
+                "description": "ID of the image, as uploadFile named it",
+                "required": True,
+                "type": "string",
+                "pattern": IMAGE_ID_PATTERN,
+            },
+        ),
+        description="Open to anyone. An image never changes: its ETag holds for ever; any cache may keep it.",
+    ),
+)
