@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from petstore_common.contract_bounds import MAX_IMAGE_PIXELS
 from petstore_common.errors import InvalidArgument
-from petstore_pet.images import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, NOT_AN_IMAGE, decoded_media_type
+from petstore_pet.images import MAX_IMAGE_BYTES, NOT_AN_IMAGE, decoded_media_type
 
 from .image_files import image_file, png_claiming
 

@@ -11,10 +11,10 @@ import pytest
 
 from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
 from petstore_common import callers
+from petstore_common.contract_bounds import MAX_IMAGES_PER_PET
 from petstore_common.grpc_client import create_channel
 from petstore_common.grpc_server import start_service
 from petstore_common.settings import ServiceSettings
-from petstore_pet.images import MAX_IMAGES_PER_PET
 from petstore_pet.service import build_definition
 from petstore_pet.storage.memory import MemoryPetStore
 

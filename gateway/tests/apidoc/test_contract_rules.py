@@ -100,6 +100,18 @@ BOUNDS: list[tuple[tuple[str, ...], tuple[Any, str, str]]] = [
         (Pet, "photo_urls", "repeated.items.string.pattern"),
     ),
     (("definition", "Pet", "tags", "maxItems"), (Pet, "tags", "repeated.max_items")),
+    (
+        ("parameter", "GET", "/pet/findByStatus", "pageToken", "maxLength"),
+        (pet_service_pb2.ListPetsRequest, "page_token", "string.max_len"),
+    ),
+    (
+        ("parameter", "GET", "/pet/findByTags", "pageToken", "maxLength"),
+        (pet_service_pb2.ListPetsRequest, "page_token", "string.max_len"),
+    ),
+    (
+        ("parameter", "GET", "/store/order", "pageToken", "maxLength"),
+        (order_service_pb2.ListOrdersRequest, "page_token", "string.max_len"),
+    ),
     (("definition", "Category", "id", "minimum"), (Category, "id", "minimum")),
     (("definition", "Category", "name", "maxLength"), (Category, "name", "string.max_len")),
     (("definition", "Category", "name", "pattern"), (Category, "name", "string.pattern")),

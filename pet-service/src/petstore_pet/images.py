@@ -8,20 +8,17 @@ from collections.abc import Mapping
 
 from PIL import Image
 
+from petstore_common.contract_bounds import IMAGE_MEDIA_TYPES, MAX_IMAGE_PIXELS
 from petstore_common.errors import InvalidArgument
 
 MAX_IMAGE_BYTES = 1024 * 1024
-MAX_IMAGE_PIXELS = 4096 * 4096
-"""Width times height: a small file may declare a huge canvas (a decompression bomb). At four
-bytes a pixel, one decode holds at most 64 MiB."""
-MAX_IMAGES_PER_PET = 16
+# MAX_IMAGE_PIXELS bounds a decompression bomb: at four bytes a pixel, one decode holds at most
+# 64 MiB.
 MEDIA_TYPES: Mapping[str, str] = {
-    "PNG": "image/png",
-    "JPEG": "image/jpeg",
-    "GIF": "image/gif",
-    "WEBP": "image/webp",
+    media_type.split("/")[1].upper(): media_type for media_type in IMAGE_MEDIA_TYPES
 }
-"""Pillow's format name -> the media type an image of it is stored and served with."""
+"""Pillow's format name (PNG, JPEG, GIF, WEBP) -> the media type an image of it is stored and
+served with."""
 NOT_AN_IMAGE = "file is not a complete PNG, JPEG, GIF or WebP image"
 
 # Pillow's own bomb check warns, or raises, at a size of its choosing while the header is read;

@@ -19,6 +19,7 @@ import grpc
 
 from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
 from petstore_common.callers import CATALOGUE_STAFF_ONLY, require_staff
+from petstore_common.contract_bounds import MAX_IMAGES_PER_PET
 from petstore_common.errors import Aborted, FailedPrecondition, ServiceError
 from petstore_common.idempotency import (
     DEFAULT_TTL_SECONDS,
@@ -31,7 +32,7 @@ from petstore_common.versions import required_versions
 from petstore_common.watch import HEARTBEAT_SECONDS
 from petstore_pet import validation
 from petstore_pet.changes import PetChange, Position, Subscription
-from petstore_pet.images import MAX_IMAGES_PER_PET, decoded_media_type
+from petstore_pet.images import decoded_media_type
 from petstore_pet.storage.base import PetImage, PetStore
 
 Context = grpc.aio.ServicerContext[Any, Any]

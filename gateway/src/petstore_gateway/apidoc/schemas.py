@@ -76,12 +76,6 @@ TAG_FILTERS = field_rules(pet_service_pb2.ListPetsRequest, "tag_names").repeated
 MAX_TAG_NAME_FILTERS = TAG_FILTERS.max_items
 IMAGE_METADATA = string_rules(pet_service_pb2.UploadPetImageRequest, "additional_metadata")
 IMAGE_ID_PATTERN = string_rules(pet_service_pb2.GetPetImageRequest, "image_id").pattern
-# pet-service images.py
-MAX_IMAGES_PER_PET = 16
-MAX_IMAGE_PIXELS = 4096 * 4096
-IMAGE_MEDIA_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
-MAX_PAGE_TOKEN_CHARS = 256
-"""Tokens are opaque and short (about 50 characters); longer ones are never valid."""
 QUANTITY = field_rules(order_pb2.Order, "quantity").int32
 MIN_QUANTITY = QUANTITY.gte
 MAX_QUANTITY = QUANTITY.lte
@@ -298,7 +292,8 @@ USERNAME = {
 }
 
 
-def paging(items: str) -> tuple[Json, ...]:
+def paging(items: str, request: type[Message]) -> tuple[Json, ...]:
+    """limit and pageToken, as `request` (the list call) bounds its page_token."""
     return (
         {
             "name": LIMIT_PARAM,
@@ -317,12 +312,12 @@ def paging(items: str) -> tuple[Json, ...]:
             "description": f"The {NEXT_PAGE_HEADER} of the previous page",
             "required": False,
             "type": "string",
-            "maxLength": MAX_PAGE_TOKEN_CHARS,
+            "maxLength": string_rules(request, "page_token").max_len,
         },
     )
 
 
-PAGING = paging("pets")
+PAGING = paging("pets", pet_service_pb2.ListPetsRequest)
 
 
 def body_parameter(schema: Json, description: str) -> Json:

@@ -14,13 +14,11 @@ from multidict import MultiDictProxy
 
 from petstore.pet.v1 import pet_pb2, pet_service_pb2
 from petstore_common.callers import CATALOGUE_STAFF_ONLY
+from petstore_common.contract_bounds import IMAGE_MEDIA_TYPES, MAX_IMAGE_PIXELS, MAX_IMAGES_PER_PET
 from petstore_gateway.apidoc.schemas import (
     IMAGE_ID_PATTERN,
-    IMAGE_MEDIA_TYPES,
     IMAGE_METADATA,
     INVALID_ID,
-    MAX_IMAGE_PIXELS,
-    MAX_IMAGES_PER_PET,
     MAX_PET_NAME_CHARS,
     MAX_TAG_NAME_FILTERS,
     NAME_PATTERN,

@@ -219,7 +219,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "maxLength": USERNAME_RULES.string.max_len,
                 "pattern": USERNAME_PATTERN,
             },
-            *paging("orders"),
+            *paging("orders", order_service_pb2.ListOrdersRequest),
         ),
         description="Orders in id order, a page at a time. A customer sees only its own orders and "
         "naming another user is 403; staff see every order, including those placed with a static key.",

@@ -265,7 +265,9 @@ class ListOrdersRequest(_message.Message):
     larger.
     """
     page_token: _builtins.str
-    """The next_page_token of a previous response with the same filters, to continue after it."""
+    """The next_page_token of a previous response with the same filters, to continue after it
+    (tokens are about 50 characters; a longer one is never valid).
+    """
     @_builtins.property
     def statuses(self) -> _containers.RepeatedScalarFieldContainer[_order_pb2.OrderStatus.ValueType]:
         """Orders with any of these statuses match; empty: every status. An order stored without a

@@ -29,7 +29,7 @@ from petstore.pet.v1 import pet_pb2 as petstore_dot_pet_dot_v1_dot_pet__pb2
 from petstore.versioning.v1 import precondition_pb2 as petstore_dot_versioning_dot_v1_dot_precondition__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!petstore/pet/v1/pet_service.proto\x12\x0fpetstore.pet.v1\x1a\x1b\x62uf/validate/validate.proto\x1a google/protobuf/field_mask.proto\x1a\x1dpetstore/auth/v1/caller.proto\x1a\x19petstore/pet/v1/pet.proto\x1a)petstore/versioning/v1/precondition.proto\"$\n\rGetPetRequest\x12\x13\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\"3\n\x0eGetPetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"x\n\x10\x43reatePetRequest\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"Q\n\x11\x43reatePetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12\x19\n\x11idempotent_replay\x18\x02 \x01(\x08\"\xcc\x01\n\x10UpdatePetRequest\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\x12(\n\x06\x63\x61ller\x18\x03 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12:\n\x0cprecondition\x18\x04 \x01(\x0b\x32$.petstore.versioning.v1.Precondition\"6\n\x11UpdatePetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"Q\n\x10\x44\x65letePetRequest\x12\x13\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"\x13\n\x11\x44\x65letePetResponse\"\xb7\x01\n\x0fListPetsRequest\x12=\n\x08statuses\x18\x01 \x03(\x0e\x32\x1a.petstore.pet.v1.PetStatusB\x0f\xbaH\x0c\x92\x01\t\"\x07\x82\x01\x04\x10\x01 \x00\x12>\n\ttag_names\x18\x02 \x03(\tB+\xbaH(\x92\x01%\x10@\"!r\x1f\x10\x01\x18\x80\x02\x32\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"O\n\x10ListPetsResponse\x12\"\n\x04pets\x18\x01 \x03(\x0b\x32\x14.petstore.pet.v1.Pet\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x15\n\x13GetInventoryRequest\"\x88\x01\n\x14GetInventoryResponse\x12\x41\n\x06\x63ounts\x18\x01 \x03(\x0b\x32\x31.petstore.pet.v1.GetInventoryResponse.CountsEntry\x1a-\n\x0b\x43ountsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\x8f\x02\n\x15UploadPetImageRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x14\n\x0c\x63ontent_type\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12?\n\x13\x61\x64\x64itional_metadata\x18\x04 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x08\x32\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$\x12\x35\n\tfile_name\x18\x05 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x02\x32\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$\x12(\n\x06\x63\x61ller\x18\x06 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fimages_base_url\x18\x07 \x01(\t\"\x88\x01\n\x16UploadPetImageResponse\x12\x10\n\x08image_id\x18\x01 \x01(\t\x12\x12\n\nsize_bytes\x18\x02 \x01(\x03\x12\x12\n\nmedia_type\x18\x03 \x01(\t\x12\x11\n\tphoto_url\x18\x04 \x01(\t\x12!\n\x03pet\x18\x05 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"V\n\x12GetPetImageRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\'\n\x08image_id\x18\x02 \x01(\tB\x15\xbaH\x12r\x10\x32\x0e^[0-9a-f]{32}$\"7\n\x13GetPetImageResponse\x12\x12\n\nmedia_type\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\">\n\x10WatchPetsRequest\x12\x14\n\x0cresume_epoch\x18\x01 \x01(\t\x12\x14\n\x0cresume_after\x18\x02 \x01(\x03\"9\n\tPetChange\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x0f\n\x07\x64\x65leted\x18\x03 \x01(\x08\"\x88\x01\n\x11WatchPetsResponse\x12+\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x1a.petstore.pet.v1.PetChange\x12\r\n\x05\x65poch\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x0f\n\x07resumed\x18\x04 \x01(\x08\x12\x14\n\x0cheartbeat_ms\x18\x05 \x01(\r\"9\n\x17\x46indExistingPetsRequest\x12\x1e\n\x03ids\x18\x01 \x03(\x03\x42\x11\xbaH\x0e\x92\x01\x0b\x08\x01\x10\xe8\x07\"\x04\"\x02 \x00\"\'\n\x18\x46indExistingPetsResponse\x12\x0b\n\x03ids\x18\x01 \x03(\x03\x32\xfd\x06\n\nPetService\x12I\n\x06GetPet\x12\x1e.petstore.pet.v1.GetPetRequest\x1a\x1f.petstore.pet.v1.GetPetResponse\x12R\n\tCreatePet\x12!.petstore.pet.v1.CreatePetRequest\x1a\".petstore.pet.v1.CreatePetResponse\x12R\n\tUpdatePet\x12!.petstore.pet.v1.UpdatePetRequest\x1a\".petstore.pet.v1.UpdatePetResponse\x12R\n\tDeletePet\x12!.petstore.pet.v1.DeletePetRequest\x1a\".petstore.pet.v1.DeletePetResponse\x12O\n\x08ListPets\x12 .petstore.pet.v1.ListPetsRequest\x1a!.petstore.pet.v1.ListPetsResponse\x12[\n\x0cGetInventory\x12$.petstore.pet.v1.GetInventoryRequest\x1a%.petstore.pet.v1.GetInventoryResponse\x12\x61\n\x0eUploadPetImage\x12&.petstore.pet.v1.UploadPetImageRequest\x1a\'.petstore.pet.v1.UploadPetImageResponse\x12X\n\x0bGetPetImage\x12#.petstore.pet.v1.GetPetImageRequest\x1a$.petstore.pet.v1.GetPetImageResponse\x12T\n\tWatchPets\x12!.petstore.pet.v1.WatchPetsRequest\x1a\".petstore.pet.v1.WatchPetsResponse0\x01\x12g\n\x10\x46indExistingPets\x12(.petstore.pet.v1.FindExistingPetsRequest\x1a).petstore.pet.v1.FindExistingPetsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!petstore/pet/v1/pet_service.proto\x12\x0fpetstore.pet.v1\x1a\x1b\x62uf/validate/validate.proto\x1a google/protobuf/field_mask.proto\x1a\x1dpetstore/auth/v1/caller.proto\x1a\x19petstore/pet/v1/pet.proto\x1a)petstore/versioning/v1/precondition.proto\"$\n\rGetPetRequest\x12\x13\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\"3\n\x0eGetPetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"x\n\x10\x43reatePetRequest\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"Q\n\x11\x43reatePetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12\x19\n\x11idempotent_replay\x18\x02 \x01(\x08\"\xcc\x01\n\x10UpdatePetRequest\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\x12(\n\x06\x63\x61ller\x18\x03 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12:\n\x0cprecondition\x18\x04 \x01(\x0b\x32$.petstore.versioning.v1.Precondition\"6\n\x11UpdatePetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"Q\n\x10\x44\x65letePetRequest\x12\x13\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"\x13\n\x11\x44\x65letePetResponse\"\xc1\x01\n\x0fListPetsRequest\x12=\n\x08statuses\x18\x01 \x03(\x0e\x32\x1a.petstore.pet.v1.PetStatusB\x0f\xbaH\x0c\x92\x01\t\"\x07\x82\x01\x04\x10\x01 \x00\x12>\n\ttag_names\x18\x02 \x03(\tB+\xbaH(\x92\x01%\x10@\"!r\x1f\x10\x01\x18\x80\x02\x32\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x1c\n\npage_token\x18\x04 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x02\"O\n\x10ListPetsResponse\x12\"\n\x04pets\x18\x01 \x03(\x0b\x32\x14.petstore.pet.v1.Pet\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x15\n\x13GetInventoryRequest\"\x88\x01\n\x14GetInventoryResponse\x12\x41\n\x06\x63ounts\x18\x01 \x03(\x0b\x32\x31.petstore.pet.v1.GetInventoryResponse.CountsEntry\x1a-\n\x0b\x43ountsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\x8f\x02\n\x15UploadPetImageRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x14\n\x0c\x63ontent_type\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12?\n\x13\x61\x64\x64itional_metadata\x18\x04 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x08\x32\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$\x12\x35\n\tfile_name\x18\x05 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x02\x32\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$\x12(\n\x06\x63\x61ller\x18\x06 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fimages_base_url\x18\x07 \x01(\t\"\x88\x01\n\x16UploadPetImageResponse\x12\x10\n\x08image_id\x18\x01 \x01(\t\x12\x12\n\nsize_bytes\x18\x02 \x01(\x03\x12\x12\n\nmedia_type\x18\x03 \x01(\t\x12\x11\n\tphoto_url\x18\x04 \x01(\t\x12!\n\x03pet\x18\x05 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"V\n\x12GetPetImageRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\'\n\x08image_id\x18\x02 \x01(\tB\x15\xbaH\x12r\x10\x32\x0e^[0-9a-f]{32}$\"7\n\x13GetPetImageResponse\x12\x12\n\nmedia_type\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\">\n\x10WatchPetsRequest\x12\x14\n\x0cresume_epoch\x18\x01 \x01(\t\x12\x14\n\x0cresume_after\x18\x02 \x01(\x03\"9\n\tPetChange\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x0f\n\x07\x64\x65leted\x18\x03 \x01(\x08\"\x88\x01\n\x11WatchPetsResponse\x12+\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x1a.petstore.pet.v1.PetChange\x12\r\n\x05\x65poch\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x0f\n\x07resumed\x18\x04 \x01(\x08\x12\x14\n\x0cheartbeat_ms\x18\x05 \x01(\r\"9\n\x17\x46indExistingPetsRequest\x12\x1e\n\x03ids\x18\x01 \x03(\x03\x42\x11\xbaH\x0e\x92\x01\x0b\x08\x01\x10\xe8\x07\"\x04\"\x02 \x00\"\'\n\x18\x46indExistingPetsResponse\x12\x0b\n\x03ids\x18\x01 \x03(\x03\x32\xfd\x06\n\nPetService\x12I\n\x06GetPet\x12\x1e.petstore.pet.v1.GetPetRequest\x1a\x1f.petstore.pet.v1.GetPetResponse\x12R\n\tCreatePet\x12!.petstore.pet.v1.CreatePetRequest\x1a\".petstore.pet.v1.CreatePetResponse\x12R\n\tUpdatePet\x12!.petstore.pet.v1.UpdatePetRequest\x1a\".petstore.pet.v1.UpdatePetResponse\x12R\n\tDeletePet\x12!.petstore.pet.v1.DeletePetRequest\x1a\".petstore.pet.v1.DeletePetResponse\x12O\n\x08ListPets\x12 .petstore.pet.v1.ListPetsRequest\x1a!.petstore.pet.v1.ListPetsResponse\x12[\n\x0cGetInventory\x12$.petstore.pet.v1.GetInventoryRequest\x1a%.petstore.pet.v1.GetInventoryResponse\x12\x61\n\x0eUploadPetImage\x12&.petstore.pet.v1.UploadPetImageRequest\x1a\'.petstore.pet.v1.UploadPetImageResponse\x12X\n\x0bGetPetImage\x12#.petstore.pet.v1.GetPetImageRequest\x1a$.petstore.pet.v1.GetPetImageResponse\x12T\n\tWatchPets\x12!.petstore.pet.v1.WatchPetsRequest\x1a\".petstore.pet.v1.WatchPetsResponse0\x01\x12g\n\x10\x46indExistingPets\x12(.petstore.pet.v1.FindExistingPetsRequest\x1a).petstore.pet.v1.FindExistingPetsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -44,6 +44,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTPETSREQUEST'].fields_by_name['statuses']._serialized_options = b'\272H\014\222\001\t\"\007\202\001\004\020\001 \000'
   _globals['_LISTPETSREQUEST'].fields_by_name['tag_names']._loaded_options = None
   _globals['_LISTPETSREQUEST'].fields_by_name['tag_names']._serialized_options = b'\272H(\222\001%\020@\"!r\037\020\001\030\200\0022\030^[^\\x00-\\x1f\\x7f-\\x9f]*$'
+  _globals['_LISTPETSREQUEST'].fields_by_name['page_token']._loaded_options = None
+  _globals['_LISTPETSREQUEST'].fields_by_name['page_token']._serialized_options = b'\272H\005r\003\030\200\002'
   _globals['_GETINVENTORYRESPONSE_COUNTSENTRY']._loaded_options = None
   _globals['_GETINVENTORYRESPONSE_COUNTSENTRY']._serialized_options = b'8\001'
   _globals['_UPLOADPETIMAGEREQUEST'].fields_by_name['pet_id']._loaded_options = None
@@ -75,33 +77,33 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_DELETEPETRESPONSE']._serialized_start=860
   _globals['_DELETEPETRESPONSE']._serialized_end=879
   _globals['_LISTPETSREQUEST']._serialized_start=882
-  _globals['_LISTPETSREQUEST']._serialized_end=1065
-  _globals['_LISTPETSRESPONSE']._serialized_start=1067
-  _globals['_LISTPETSRESPONSE']._serialized_end=1146
-  _globals['_GETINVENTORYREQUEST']._serialized_start=1148
-  _globals['_GETINVENTORYREQUEST']._serialized_end=1169
-  _globals['_GETINVENTORYRESPONSE']._serialized_start=1172
-  _globals['_GETINVENTORYRESPONSE']._serialized_end=1308
-  _globals['_GETINVENTORYRESPONSE_COUNTSENTRY']._serialized_start=1263
-  _globals['_GETINVENTORYRESPONSE_COUNTSENTRY']._serialized_end=1308
-  _globals['_UPLOADPETIMAGEREQUEST']._serialized_start=1311
-  _globals['_UPLOADPETIMAGEREQUEST']._serialized_end=1582
-  _globals['_UPLOADPETIMAGERESPONSE']._serialized_start=1585
-  _globals['_UPLOADPETIMAGERESPONSE']._serialized_end=1721
-  _globals['_GETPETIMAGEREQUEST']._serialized_start=1723
-  _globals['_GETPETIMAGEREQUEST']._serialized_end=1809
-  _globals['_GETPETIMAGERESPONSE']._serialized_start=1811
-  _globals['_GETPETIMAGERESPONSE']._serialized_end=1866
-  _globals['_WATCHPETSREQUEST']._serialized_start=1868
-  _globals['_WATCHPETSREQUEST']._serialized_end=1930
-  _globals['_PETCHANGE']._serialized_start=1932
-  _globals['_PETCHANGE']._serialized_end=1989
-  _globals['_WATCHPETSRESPONSE']._serialized_start=1992
-  _globals['_WATCHPETSRESPONSE']._serialized_end=2128
-  _globals['_FINDEXISTINGPETSREQUEST']._serialized_start=2130
-  _globals['_FINDEXISTINGPETSREQUEST']._serialized_end=2187
-  _globals['_FINDEXISTINGPETSRESPONSE']._serialized_start=2189
-  _globals['_FINDEXISTINGPETSRESPONSE']._serialized_end=2228
-  _globals['_PETSERVICE']._serialized_start=2231
-  _globals['_PETSERVICE']._serialized_end=3124
+  _globals['_LISTPETSREQUEST']._serialized_end=1075
+  _globals['_LISTPETSRESPONSE']._serialized_start=1077
+  _globals['_LISTPETSRESPONSE']._serialized_end=1156
+  _globals['_GETINVENTORYREQUEST']._serialized_start=1158
+  _globals['_GETINVENTORYREQUEST']._serialized_end=1179
+  _globals['_GETINVENTORYRESPONSE']._serialized_start=1182
+  _globals['_GETINVENTORYRESPONSE']._serialized_end=1318
+  _globals['_GETINVENTORYRESPONSE_COUNTSENTRY']._serialized_start=1273
+  _globals['_GETINVENTORYRESPONSE_COUNTSENTRY']._serialized_end=1318
+  _globals['_UPLOADPETIMAGEREQUEST']._serialized_start=1321
+  _globals['_UPLOADPETIMAGEREQUEST']._serialized_end=1592
+  _globals['_UPLOADPETIMAGERESPONSE']._serialized_start=1595
+  _globals['_UPLOADPETIMAGERESPONSE']._serialized_end=1731
+  _globals['_GETPETIMAGEREQUEST']._serialized_start=1733
+  _globals['_GETPETIMAGEREQUEST']._serialized_end=1819
+  _globals['_GETPETIMAGERESPONSE']._serialized_start=1821
+  _globals['_GETPETIMAGERESPONSE']._serialized_end=1876
+  _globals['_WATCHPETSREQUEST']._serialized_start=1878
+  _globals['_WATCHPETSREQUEST']._serialized_end=1940
+  _globals['_PETCHANGE']._serialized_start=1942
+  _globals['_PETCHANGE']._serialized_end=1999
+  _globals['_WATCHPETSRESPONSE']._serialized_start=2002
+  _globals['_WATCHPETSRESPONSE']._serialized_end=2138
+  _globals['_FINDEXISTINGPETSREQUEST']._serialized_start=2140
+  _globals['_FINDEXISTINGPETSREQUEST']._serialized_end=2197
+  _globals['_FINDEXISTINGPETSRESPONSE']._serialized_start=2199
+  _globals['_FINDEXISTINGPETSRESPONSE']._serialized_end=2238
+  _globals['_PETSERVICE']._serialized_start=2241
+  _globals['_PETSERVICE']._serialized_end=3134
 # @@protoc_insertion_point(module_scope)

@@ -260,7 +260,9 @@ class ListPetsRequest(_message.Message):
     page_size: _builtins.int
     """The most pets to return; the server applies its own cap when zero or larger."""
     page_token: _builtins.str
-    """The next_page_token of a previous response, to continue after it."""
+    """The next_page_token of a previous response, to continue after it (tokens are about 50
+    characters; a longer one is never valid).
+    """
     @_builtins.property
     def statuses(self) -> _containers.RepeatedScalarFieldContainer[_pet_pb2.PetStatus.ValueType]:
         """Pets with any of these statuses match (each a defined status)."""
