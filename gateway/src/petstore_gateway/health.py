@@ -23,7 +23,7 @@ routes = web.RouteTableDef()
 @routes.get("/livez")
 async def livez(request: web.Request) -> web.Response:
     """200 while the process runs: it says nothing about the services behind."""
-    instance_id = request.config_dict[SETTINGS].instance_id
+    instance_id = request.app[SETTINGS].instance_id
     return respond_message(
         request, "live", headers={INSTANCE_ID_HEADER: instance_id} if instance_id else None
     )
@@ -32,7 +32,7 @@ async def livez(request: web.Request) -> web.Response:
 @routes.get("/readyz")
 async def readyz(request: web.Request) -> web.Response:
     """200 when all three services report SERVING, else 503 naming those that do not."""
-    channels = request.config_dict[CLIENTS].channels
+    channels = request.app[CLIENTS].channels
     names = list(channels)
     results = await asyncio.gather(
         *(is_serving(channels[name], name, READINESS_DEADLINE_SECONDS) for name in names)

@@ -81,7 +81,7 @@ async def observe_middleware(request: web.Request, handler: Handler) -> web.Stre
     finally:
         elapsed = time.perf_counter() - started
         route = route_template(request)
-        request.config_dict[METRICS].observe(request.method, route, status, elapsed)
+        request.app[METRICS].observe(request.method, route, status, elapsed)
         access_log.write(method=request.method, route=route, status=status, ms=round(elapsed * 1000, 2))
 
 
@@ -119,7 +119,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
 
 def _http_message(request: web.Request, status: int) -> str:
     if status == 413:
-        return f"request body is larger than {request.config_dict[SETTINGS].max_body_bytes} bytes"
+        return f"request body is larger than {request.app[SETTINGS].max_body_bytes} bytes"
     return _HTTP_MESSAGES.get(status) or HTTPStatus(status).phrase.lower()
 
 
@@ -137,7 +137,8 @@ def _error(request: web.Request, status: int, message: str, headers: dict[str, s
 
 
 def request_address(request: web.Request) -> str:
-    """The client address of `request` (its peer, or whom a trusted proxy says it served)."""
+    """The client address of `request` (its peer, or whom a trusted proxy says it served).
+    Handlers call it too, where request.app is the API's sub-application: config_dict."""
     forwarded_for = request.headers.get(FORWARDED_FOR_HEADER)
     return client_address(request.remote, forwarded_for, request.config_dict[SETTINGS].trusted_proxies)
 
@@ -150,9 +151,7 @@ async def client_identity(request: web.Request) -> str:
     api_key = request_credential(request)
     if api_key:
         try:
-            budget = (
-                await authenticate_request(request, request.config_dict[AUTHENTICATOR], api_key)
-            ).budget()
+            budget = (await authenticate_request(request, request.app[AUTHENTICATOR], api_key)).budget()
         except ApiError:
             budget = None
         if budget is not None:
@@ -163,11 +162,11 @@ async def client_identity(request: web.Request) -> str:
 @web.middleware
 async def rate_limit_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """429 with Retry-After once a client has spent its burst faster than its rate refills it."""
-    limiter = request.config_dict[RATE_LIMITS].clients
+    limiter = request.app[RATE_LIMITS].clients
     if limiter is not None and request.path not in RATE_LIMIT_EXEMPT:
         retry_after = limiter.acquire(await client_identity(request))
         if retry_after is not None:
-            request.config_dict[METRICS].limited("client")
+            request.app[METRICS].limited("client")
             raise too_many(retry_after, "requests")
     return await handler(request)
 
@@ -176,7 +175,7 @@ async def rate_limit_middleware(request: web.Request, handler: Handler) -> web.S
 async def cors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """OPTIONS on an API route is answered here (204: Allow, and the CORS grant for a preflight);
     every other answer, errors included, carries the CORS headers for an allowed Origin."""
-    allowed = request.config_dict[SETTINGS].cors_allow_origins
+    allowed = request.app[SETTINGS].cors_allow_origins
     origin = request.headers.get("Origin")
     unmatched = request.match_info.http_exception
     if request.method == "OPTIONS" and isinstance(unmatched, web.HTTPMethodNotAllowed) and in_api(request):
@@ -226,7 +225,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     if op is not None:
         access = op.access
         if access in (Access.REQUIRED, Access.STAFF) or (access is Access.OPTIONAL and credential):
-            principal = await authenticate_request(request, request.config_dict[AUTHENTICATOR], credential)
+            principal = await authenticate_request(request, request.app[AUTHENTICATOR], credential)
         if access is Access.STAFF and not principal.is_staff:
             raise ApiError(403, op.staff_refusal)
     request[PRINCIPAL] = principal

@@ -139,9 +139,30 @@ def api_app(operations: Iterable[Operation]) -> tuple[web.Application, dict[Abst
     return api, routes
 
 
+@dataclass(frozen=True, slots=True)
+class _Routed:
+    operation: Operation | None
+    in_api: bool
+
+
+_ROUTED = web.RequestKey("routed", _Routed)
+"""What routing made of the request, looked up once (several middlewares, a signal and the
+handler ask)."""
+
+
+def _routed(request: web.Request) -> _Routed:
+    routed = request.get(_ROUTED)
+    if routed is None:
+        config = request.config_dict
+        match_info = request.match_info
+        routed = _Routed(config[OPERATION_OF_ROUTE].get(match_info.route), config[API] in match_info.apps)
+        request[_ROUTED] = routed
+    return routed
+
+
 def operation_of(request: web.Request) -> Operation | None:
     """The operation the request was routed to (None: a 404 or 405, the docs, a probe)."""
-    return request.config_dict[OPERATION_OF_ROUTE].get(request.match_info.route)
+    return _routed(request).operation
 
 
 def current_operation(request: web.Request) -> Operation:
@@ -154,4 +175,4 @@ def current_operation(request: web.Request) -> Operation:
 
 def in_api(request: web.Request) -> bool:
     """The request is for the API (under API_PREFIX), whether or not a route matched it."""
-    return request.config_dict[API] in request.match_info.apps
+    return _routed(request).in_api
