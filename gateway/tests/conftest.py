@@ -27,6 +27,17 @@ def metrics_text(client: Client) -> str:
     return generate_latest(client.app[METRICS].registry).decode()
 
 
+def api_of(client: Client) -> web.Application:
+    """The API's sub-application (mounted at API_PREFIX)."""
+    [api] = [
+        resource.get_info()["app"]
+        for resource in client.app.router.resources()
+        if isinstance(resource, web.PrefixedSubAppResource)
+    ]
+    assert isinstance(api, web.Application)
+    return api
+
+
 def unused_address() -> str:
     """An address nothing listens on: a service that is down."""
     with socket.socket() as sock:

@@ -15,12 +15,12 @@ from petstore_gateway.cors import (
     preflight_headers,
     response_headers,
 )
-from petstore_gateway.operations import API, API_PREFIX
+from petstore_gateway.operations import API_PREFIX
 from petstore_gateway.routes import OPERATIONS
 from petstore_gateway.settings import GatewaySettings
 
 from .backend import SESSION_SECRET, Backend
-from .conftest import STATIC_KEY, Client, serve_gateway
+from .conftest import STATIC_KEY, Client, api_of, serve_gateway
 
 ORIGIN = "https://app.example.com"
 EXPOSED = {
@@ -140,7 +140,7 @@ def test_a_list_of_origins_varies_by_origin_even_when_it_refuses() -> None:
 
 
 async def test_every_api_route_answers_a_preflight(client: Client) -> None:
-    resources = list(client.app[API].router.resources())
+    resources = list(api_of(client).router.resources())
     assert len(resources) >= 15
     assert all(resource.canonical.startswith(API_PREFIX) for resource in resources)
     for resource in resources:

@@ -11,7 +11,7 @@ from petstore_gateway.middlewares import REQUEST_ID_HEADER
 from petstore_gateway.operations import OPERATION_OF_ROUTE, Access
 
 from .backend import Backend
-from .conftest import STATIC_KEY, Client
+from .conftest import STATIC_KEY, Client, api_of
 from .wire import Wire
 
 WRITE = {"api_key": STATIC_KEY}
@@ -149,7 +149,7 @@ def test_which_operations_need_a_key(client: Client, method: str, route: str, ex
         for r in client.app.router.routes()
         if r.method == method and r.resource and r.resource.canonical == route
     ]
-    assert client.app[OPERATION_OF_ROUTE][served].access is expected
+    assert api_of(client)[OPERATION_OF_ROUTE][served].access is expected
 
 
 @pytest.mark.parametrize(

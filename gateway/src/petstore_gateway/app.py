@@ -28,7 +28,7 @@ from petstore_gateway.keys import (
 )
 from petstore_gateway.metrics import GatewayMetrics
 from petstore_gateway.middlewares import MIDDLEWARES
-from petstore_gateway.operations import API, API_PREFIX, OPERATION_OF_ROUTE, Operation, api_app
+from petstore_gateway.operations import API_PREFIX, Operation, api_app
 from petstore_gateway.pet_cache import PetCache
 from petstore_gateway.pet_watch import PetWatcher
 from petstore_gateway.ratelimit import RateLimits
@@ -84,9 +84,8 @@ def create_app(
     app.cleanup_ctx.append(_pet_watch)
     app.add_routes(health.routes)
     app.add_routes(entry_routes)  # before the API: API_PREFIX itself is one of them
-    api, app[OPERATION_OF_ROUTE] = api_app(operations)
+    api = api_app(operations)
     api.add_routes(apidoc_routes)
-    app[API] = api
     app.add_subapp(API_PREFIX, api)
     return app
 

@@ -119,24 +119,21 @@ class Operation:
 
 
 OPERATION_OF_ROUTE = web.AppKey("operation_of_route", dict[AbstractRoute, Operation])
-"""Set on the application that mounts the API: which operation each of its routes serves."""
-API = web.AppKey("api", web.Application)
-"""Set on the application that mounts the API: the /v2 sub-application."""
+"""Set on the API's sub-application (and only there): which operation each of its routes serves."""
 
 
-def api_app(operations: Iterable[Operation]) -> tuple[web.Application, dict[AbstractRoute, Operation]]:
-    """The sub-application serving `operations` (to be mounted at API_PREFIX), and the
+def api_app(operations: Iterable[Operation]) -> web.Application:
+    """The sub-application serving `operations`, to be mounted at API_PREFIX; it knows the
     operation of each of its routes (a GET's HEAD route too)."""
     api = web.Application()
     routes: dict[AbstractRoute, Operation] = {}
     for op in operations:
+        resource = api.router.add_resource(op.path)
         if op.method == "GET":
-            resource = api.router.add_resource(op.path)
             routes[resource.add_route("HEAD", op.handler)] = op
-        else:
-            resource = api.router.add_resource(op.path)
         routes[resource.add_route(op.method, op.handler)] = op
-    return api, routes
+    api[OPERATION_OF_ROUTE] = routes
+    return api
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,9 +150,12 @@ handler ask)."""
 def _routed(request: web.Request) -> _Routed:
     routed = request.get(_ROUTED)
     if routed is None:
-        config = request.config_dict
-        match_info = request.match_info
-        routed = _Routed(config[OPERATION_OF_ROUTE].get(match_info.route), config[API] in match_info.apps)
+        innermost = request.match_info.apps[-1]  # the API's, when the path is under API_PREFIX
+        operations = innermost.get(OPERATION_OF_ROUTE)
+        if operations is None:
+            routed = _Routed(None, in_api=False)
+        else:
+            routed = _Routed(operations.get(request.match_info.route), in_api=True)
         request[_ROUTED] = routed
     return routed
 
