@@ -6,9 +6,9 @@ The message names the field as the client wrote it, then what is wrong with it:
 `photoUrls[3]: must be at most 2048 characters`. Fields are named by their JSON names
 (photo_urls is photoUrls); the resource a request carries (CreatePetRequest.pet, ...) is the body
 the client sent, so its name is left out (`name`, not `pet.name`); a service may rename a field
-whose HTTP name differs (ListPetsRequest.tag_names is the query parameter `tags`). Rules rather
-than words in the protos, a service may also give a pattern words (`must not contain control
-characters` says more than the regular expression).
+whose HTTP name differs (ListPetsRequest.tag_names is the query parameter `tags`). A value that
+does not match its field's pattern is told the words of that format (`must not contain control
+characters` says more than the regular expression: petstore_common.formats).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from petstore_common.errors import InvalidArgument
+from petstore_common.formats import PATTERN_PHRASES
 from petstore_common.rules import enum_names
 
 _ENGINE = protovalidate.Validator()
@@ -33,17 +34,10 @@ _ENUM_RULES = frozenset({"enum.defined_only", "enum.in", "enum.not_in"})
 
 class RequestValidator:
     """Checks requests against their messages' rules; `field_names` renames fields by full name
-    (e.g. "petstore.pet.v1.ListPetsRequest.tag_names": "tags"), `pattern_phrases` words
-    patterns (pattern -> e.g. "must not contain control characters")."""
+    (e.g. "petstore.pet.v1.ListPetsRequest.tag_names": "tags")."""
 
-    def __init__(
-        self,
-        *,
-        field_names: Mapping[str, str] | None = None,
-        pattern_phrases: Mapping[str, str] | None = None,
-    ) -> None:
+    def __init__(self, *, field_names: Mapping[str, str] | None = None) -> None:
         self._field_names = MappingProxyType(dict(field_names or {}))
-        self._pattern_phrases = MappingProxyType(dict(pattern_phrases or {}))
 
     def check(self, request: object) -> None:
         """Raises InvalidArgument naming the first violated rule, if any. A request that is no
@@ -75,7 +69,7 @@ class RequestValidator:
     def _phrase(self, rule_id: str, rule_value: Any, field: FieldDescriptor | None) -> str | None:
         """Plainer words than the engine's for the rules the protos use most; None: its own."""
         if rule_id == "string.pattern":
-            return self._pattern_phrases.get(rule_value)
+            return PATTERN_PHRASES.get(rule_value)
         if rule_id.endswith(".gt") and rule_value == 0:
             return "must be positive"
         if rule_id in ("string.min_len", "repeated.min_items") and rule_value == 1:

@@ -13,7 +13,7 @@ from collections.abc import Collection, Sequence
 
 from google.protobuf.field_mask_pb2 import FieldMask
 
-from petstore.pet.v1 import pet_pb2, pet_service_pb2
+from petstore.pet.v1 import pet_pb2
 from petstore_common.errors import InvalidArgument
 from petstore_common.request_validation import RequestValidator
 from petstore_common.rules import field_rules
@@ -22,20 +22,12 @@ from petstore_pet.storage.base import PET_FIELDS, Status
 _PHOTO_URL = field_rules(pet_pb2.Pet, "photo_urls").repeated
 MAX_PHOTO_URLS = _PHOTO_URL.max_items
 MAX_PHOTO_URL_CHARS = _PHOTO_URL.items.string.max_len
-TEXT_PATTERN = _PHOTO_URL.items.string.pattern
-"""Text without control characters (Unicode category Cc), as every text field of a pet is."""
 
 REQUEST_RULES = RequestValidator(
     field_names={
         "petstore.pet.v1.ListPetsRequest.statuses": "status",
         "petstore.pet.v1.ListPetsRequest.tag_names": "tags",
         "petstore.pet.v1.UploadPetImageRequest.file_name": "the file's filename",
-    },
-    pattern_phrases={
-        TEXT_PATTERN: "must not contain control characters",
-        field_rules(pet_service_pb2.GetPetImageRequest, "image_id").string.pattern: (
-            "must be 32 lowercase hexadecimal digits"
-        ),
     },
 )
 

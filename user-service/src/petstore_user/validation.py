@@ -14,17 +14,10 @@ from collections.abc import Sequence
 from petstore.user.v1 import user_pb2, user_service_pb2
 from petstore_common.errors import InvalidArgument
 from petstore_common.request_validation import RequestValidator
-from petstore_common.rules import field_rules
 from petstore_user.passwords import check_password
 from petstore_user.storage.base import check_distinct, in_batch
 
-REQUEST_RULES = RequestValidator(
-    pattern_phrases={
-        field_rules(user_pb2.User, "first_name").string.pattern: "must not contain control characters",
-        field_rules(user_pb2.User, "username").string.pattern: "may contain only letters, digits and . _ - @",
-        field_rules(user_pb2.User, "email").string.pattern: "must look like an email",
-    }
-)
+REQUEST_RULES = RequestValidator()
 
 
 def check_user(user: user_pb2.User, *, for_create: bool) -> None:

@@ -18,6 +18,7 @@ from google.protobuf.message import Message
 from petstore.order.v1 import order_pb2, order_service_pb2
 from petstore.pet.v1 import pet_pb2, pet_service_pb2
 from petstore.user.v1 import user_pb2, user_service_pb2
+from petstore_common import formats
 from petstore_common.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from petstore_common.rules import field_rules
 from petstore_gateway.operations import Json
@@ -63,7 +64,7 @@ def not_blank(text_pattern: str) -> str:
 
 
 PET_NAME = string_rules(pet_pb2.Pet, "name")
-TEXT_PATTERN = PET_NAME.pattern
+TEXT_PATTERN = formats.TEXT.pattern
 """Text without control characters (Unicode category Cc): every service refuses these in its
 text fields."""
 NAME_PATTERN = not_blank(TEXT_PATTERN)
@@ -75,14 +76,14 @@ PHOTO_URLS = field_rules(pet_pb2.Pet, "photo_urls").repeated
 TAG_FILTERS = field_rules(pet_service_pb2.ListPetsRequest, "tag_names").repeated
 MAX_TAG_NAME_FILTERS = TAG_FILTERS.max_items
 IMAGE_METADATA = string_rules(pet_service_pb2.UploadPetImageRequest, "additional_metadata")
-IMAGE_ID_PATTERN = string_rules(pet_service_pb2.GetPetImageRequest, "image_id").pattern
+IMAGE_ID_PATTERN = formats.IMAGE_ID.pattern
 QUANTITY = field_rules(order_pb2.Order, "quantity").int32
 MIN_QUANTITY = QUANTITY.gte
 MAX_QUANTITY = QUANTITY.lte
 USERNAME_RULES = field_rules(user_pb2.User, "username")
-USERNAME_PATTERN = USERNAME_RULES.string.pattern
+USERNAME_PATTERN = formats.USERNAME.pattern
 EMAIL = string_rules(user_pb2.User, "email")
-EMAIL_PATTERN = EMAIL.pattern
+EMAIL_PATTERN = formats.EMAIL.pattern
 OPTIONAL_EMAIL_PATTERN = f"^$|{EMAIL_PATTERN}"
 """An update may leave the email empty, never invalid; a created user always has one."""
 LOGIN_PASSWORD = field_rules(user_service_pb2.LoginRequest, "password")

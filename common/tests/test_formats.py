@@ -1,0 +1,82 @@
+"""Every pattern in the protos is one of the named formats, and a username is bounded alike
+wherever it appears: a format's copies on many fields cannot drift apart."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from buf.validate.validate_pb2 import StringRules
+from google.protobuf.descriptor import Descriptor, FileDescriptor
+
+from petstore.auth.v1 import caller_pb2
+from petstore.order.v1 import order_pb2, order_service_pb2
+from petstore.pet.v1 import pet_pb2, pet_service_pb2
+from petstore.user.v1 import user_pb2, user_service_pb2
+from petstore.versioning.v1 import precondition_pb2
+from petstore_common.formats import FORMATS, PATTERN_PHRASES, USERNAME
+from petstore_common.rules import field_rules
+
+FILES: tuple[FileDescriptor, ...] = tuple(
+    module.DESCRIPTOR
+    for module in (
+        caller_pb2,
+        order_pb2,
+        order_service_pb2,
+        pet_pb2,
+        pet_service_pb2,
+        user_pb2,
+        user_service_pb2,
+        precondition_pb2,
+    )
+)
+
+
+def _messages(message: Descriptor) -> Iterator[Descriptor]:
+    yield message
+    for nested in message.nested_types:
+        yield from _messages(nested)
+
+
+def string_fields() -> Iterator[tuple[str, StringRules]]:
+    """(field's full name, its string rules) of every string field, or repeated one's items."""
+    for file in FILES:
+        for top in file.message_types_by_name.values():
+            for message in _messages(top):
+                for field in message.fields:
+                    rules = field_rules(message, field.name)
+                    if rules.HasField("string"):
+                        yield field.full_name, rules.string
+                    elif rules.HasField("repeated") and rules.repeated.items.HasField("string"):
+                        yield f"{field.full_name}[]", rules.repeated.items.string
+
+
+def test_every_file_of_the_protos_is_walked() -> None:
+    proto_files = {file.name for file in FILES}
+    assert {"petstore/pet/v1/pet.proto", "petstore/user/v1/user_service.proto"} <= proto_files
+    assert len([name for name, _ in string_fields()]) > 20
+
+
+def test_every_pattern_is_a_named_format() -> None:
+    known = {f.pattern for f in FORMATS}
+    strays = {
+        name: rules.pattern for name, rules in string_fields() if rules.pattern and rules.pattern not in known
+    }
+    assert strays == {}
+
+
+def test_each_format_is_used_and_worded() -> None:
+    used = {rules.pattern for _, rules in string_fields()}
+    assert {f.pattern for f in FORMATS} <= used
+    assert len(PATTERN_PHRASES) == len(FORMATS)  # no two formats share a pattern
+
+
+def test_a_username_is_bounded_alike_wherever_it_appears() -> None:
+    canonical = field_rules(user_pb2.User, "username").string
+    usernames = {name: rules for name, rules in string_fields() if rules.pattern == USERNAME.pattern}
+    assert len(usernames) >= 4
+    differing = {
+        name: (rules.min_len, rules.max_len)
+        for name, rules in usernames.items()
+        if (rules.min_len, rules.max_len) != (canonical.min_len, canonical.max_len)
+    }
+    assert differing == {}
