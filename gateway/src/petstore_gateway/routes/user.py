@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from aiohttp import web
 
 from petstore.user.v1 import user_service_pb2
@@ -66,7 +68,8 @@ async def create_user(request: web.Request) -> web.Response:
     return respond_message(request, str(reply.user.id), headers=replay_headers(reply.idempotent_replay))
 
 
-async def _create_users(request: web.Request) -> web.Response:
+async def create_users(request: web.Request) -> web.Response:
+    """createWithArray and createWithList: the same users, all or none."""
     key = idempotency_key(request)
     users = await read_body(request, USERS, users_from_wire)
     reply = await call(
@@ -82,14 +85,6 @@ async def _create_users(request: web.Request) -> web.Response:
         service=SERVICE,
     )
     return respond_message(request, "ok", headers=replay_headers(reply.idempotent_replay))
-
-
-async def create_users_with_array(request: web.Request) -> web.Response:
-    return await _create_users(request)
-
-
-async def create_users_with_list(request: web.Request) -> web.Response:
-    return await _create_users(request)
 
 
 async def login(request: web.Request) -> web.Response:
@@ -188,6 +183,27 @@ async def delete_user(request: web.Request) -> web.Response:
     return respond_message(request, username)
 
 
+_CREATE_WITH_ARRAY = Operation(
+    method="POST",
+    path="/user/createWithArray",
+    operation_id="createUsersWithArrayInput",
+    tag="user",
+    summary="Creates list of users with given input array",
+    handler=create_users,
+    access=Access.STAFF,
+    staff_refusal=BULK_CREATE_STAFF_ONLY,
+    consumes=BODY_MEDIA_TYPES,
+    idempotent=True,
+    success=ok_message('"ok" as message'),
+    errors={
+        400: "Invalid users (the message names the first)",
+        409: "A username or id is taken",
+    },
+    parameters=(users_body(),),
+    description="Staff only.",
+)
+
+
 OPERATIONS: tuple[Operation, ...] = (
     Operation(
         method="POST",
@@ -205,44 +221,9 @@ OPERATIONS: tuple[Operation, ...] = (
         description="Open to everyone: this is how one signs up. userStatus is staff-managed: "
         "it is kept only when a static key is sent, else the new user has 0.",
     ),
-    Operation(
-        method="POST",
-        path="/user/createWithArray",
-        operation_id="createUsersWithArrayInput",
-        tag="user",
-        summary="Creates list of users with given input array",
-        handler=create_users_with_array,
-        access=Access.STAFF,
-        staff_refusal=BULK_CREATE_STAFF_ONLY,
-        consumes=BODY_MEDIA_TYPES,
-        idempotent=True,
-        success=ok_message('"ok" as message'),
-        errors={
-            400: "Invalid users (the message names the first)",
-            409: "A username or id is taken",
-        },
-        parameters=(users_body(),),
-        description="Staff only.",
-    ),
-    Operation(
-        method="POST",
-        path="/user/createWithList",
-        operation_id="createUsersWithListInput",
-        tag="user",
-        summary="Creates list of users with given input array",
-        handler=create_users_with_list,
-        access=Access.STAFF,
-        staff_refusal=BULK_CREATE_STAFF_ONLY,
-        consumes=BODY_MEDIA_TYPES,
-        idempotent=True,
-        success=ok_message('"ok" as message'),
-        errors={
-            400: "Invalid users (the message names the first)",
-            409: "A username or id is taken",
-        },
-        parameters=(users_body(),),
-        description="Staff only.",
-    ),
+    _CREATE_WITH_ARRAY,
+    # The classic API's twin of createWithArray, the same in all but its name.
+    replace(_CREATE_WITH_ARRAY, path="/user/createWithList", operation_id="createUsersWithListInput"),
     Operation(
         method="GET",
         path="/user/login",
