@@ -90,10 +90,10 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-# One mypy run per project: test modules of different projects share names.
+# One mypy run per project.
 typecheck: install
 	for project in $(PROJECTS); do \
-	  dirs=$$(ls -d $$project/src $$project/tests 2>/dev/null); \
+	  dirs=$$(ls -d $$project/src $$project/$$(echo $$project | tr - _)_tests 2>/dev/null); \
 	  $(VENV)/bin/mypy $$dirs; \
 	done
 	$(VENV)/bin/mypy conftest.py tests
@@ -103,13 +103,11 @@ ferretdb: install
 	$(PY) -m petstore_devstack.ferretdb install
 
 # The MongoDB-backed tests need MONGODB_URI: given, or FerretDB started for the run.
-# One pytest run per folder: each project's tests are a package named `tests` (they mirror
-# its source tree), and two packages of one name cannot share an interpreter. Every folder
-# runs, then the failed ones are named.
+# One pytest run per folder; every folder runs, then the failed ones are named.
 # The e2e suite runs on FerretDB; the parts whose storage differs most between the stores (order
 # lists, images) run end to end on the embedded store too (MONGODB_URI empty).
-TEST_DIRS := common/tests devstack/tests pet-service/tests order-service/tests user-service/tests \
-	gateway/tests bench/tests tests
+TEST_DIRS := common/common_tests devstack/devstack_tests pet-service/pet_service_tests \
+	order-service/order_service_tests user-service/user_service_tests gateway/gateway_tests bench/bench_tests tests
 EMBEDDED_E2E := tests/e2e/test_order_lists.py tests/e2e/test_pet_images.py
 unit: ferretdb
 	$(PY) -m petstore_devstack.ferretdb with -- bash -c 'failed=""; \

@@ -8,7 +8,7 @@
 #      `docker compose config -q` accepts it with the secrets set (alone and with the FerretDB
 #      override of deploy/compose), and refuses it without
 #   4. hadolint on the four Dockerfiles (.hadolint.yaml if present)
-#   5. pytest deploy/tests: policy tests on the rendered manifests, compose file, Dockerfiles
+#   5. pytest deploy/deploy_tests: policy tests on the rendered manifests, compose file, Dockerfiles
 #
 # Needs: the project's .venv (make install), and either kubectl (for `kubectl kustomize`) or
 # Go (to build kustomize once into .cache/deploy-tools). `docker compose` is used when the
@@ -131,8 +131,8 @@ for dockerfile in "${DOCKERFILES[@]}"; do
 done
 
 # ---- 5. policy tests ------------------------------------------------------------------------
-step "5. pytest deploy/tests"
+step "5. pytest deploy/deploy_tests"
 PETSTORE_KUSTOMIZE="${KUSTOMIZE[*]}" PETSTORE_COMPOSE="${COMPOSE[*]}" \
-  "$VENV/bin/python" -m pytest deploy/tests -q -p no:cacheprovider || die "deploy/tests"
+  "$VENV/bin/python" -m pytest deploy/deploy_tests -q -p no:cacheprovider || die "deploy/deploy_tests"
 
 printf '\ndeploy/check.sh: all deployment checks OK\n'

@@ -28,7 +28,7 @@ def imported_modules(path: Path) -> set[str]:
 @pytest.mark.parametrize("service", sorted(SERVICES))
 def test_no_service_test_imports_another_service(service: str) -> None:
     others = {package for name, package in SERVICES.items() if name != service}
-    tests = sorted((REPO_ROOT / service / "tests").rglob("*.py"))
+    tests = sorted((REPO_ROOT / service / f"{service.replace('-', '_')}_tests").rglob("*.py"))
     assert tests
     found = {
         f"{path.relative_to(REPO_ROOT)}: {module}"

@@ -1,8 +1,8 @@
 """The contract's text formats, named. A protovalidate rule cannot be shared between fields, so
 each format's pattern is written on every field that has it (protos/petstore/*/v1/*.proto); here
 each is read from one field that carries it, and given the words a client is told when a value
-does not match. common/tests/test_formats.py checks that every pattern in the protos is one of
-these, with the same bounds wherever a username appears, so the copies cannot drift apart.
+does not match. common/common_tests/test_formats.py checks that every pattern in the protos is
+one of these, with the same bounds wherever a username appears, so the copies cannot drift apart.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ SHUTDOWN_NOTICE_SECONDS = 0.5
 """Between NOT_SERVING and refusing new RPCs: the clients' health watches take the replica out
 of their round_robin turn first, so no call is picked for a server that already refuses it
 (a rolling update under load lost one call in 600 without it, `make e2e-k8s`; stopping one of
-two replicas under load lost a call in 2 runs of 8, common/tests/test_grpc_client.py)."""
+two replicas under load lost a call in 2 runs of 8, common/common_tests/test_grpc_client.py)."""
 
 RPC_HANDLED = Counter(
     "grpc_server_handled_total", "RPCs completed, by method and status code.", ["grpc_method", "grpc_code"]

@@ -80,7 +80,7 @@ def test_build_context_holds_what_the_images_need_and_nothing_private() -> None:
         if (REPO / app / "pyproject.toml").exists():  # projects still being written may lack it
             assert f"{app}/pyproject.toml" in context, app
     forbidden = re.compile(
-        r"(^|/)(\.git|\.venv|\.cache|tests|__pycache__|\.mypy_cache|\.ruff_cache|\.pytest_cache|bench)(/|$)"
+        r"(^|/)(\.git|\.venv|\.cache|(\w+_)?tests|__pycache__|\.mypy_cache|\.ruff_cache|\.pytest_cache|bench)(/|$)"
         r"|(^|/)\.env(\.|$)|\.egg-info(/|$)"
     )
     leaked = sorted(path for path in context if forbidden.search(path))
