@@ -3,6 +3,8 @@ start one at a time with their data kept, and show their calls to the intercepto
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -144,7 +146,18 @@ async def test_a_stopped_service_is_unreachable_and_comes_back_with_its_data(
         pet_service_pb2.GetPetRequest(id=created.pet.id), timeout=5, wait_for_ready=True
     )
     assert again.pet.name == "Rex"
-    assert (await orders.CreateOrder(order, timeout=5)).order.pet_id == created.pet.id
+    # The order service's own channel to it finds it again within its reconnect backoff (at
+    # most 1 s); until then its pet look-up fails UNAVAILABLE at once, and no order is made.
+    deadline = time.monotonic() + 5
+    while True:
+        try:
+            placed = await orders.CreateOrder(order, timeout=5)
+            break
+        except grpc.aio.AioRpcError as error:
+            if error.code() != grpc.StatusCode.UNAVAILABLE or time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.05)
+    assert placed.order.pet_id == created.pet.id
 
 
 async def test_a_restarted_pet_service_streams_a_new_epoch(
