@@ -6,6 +6,9 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 PROJECTS := common devstack pet-service order-service user-service gateway bench
+# Each project's tests are a package named after it (pet-service/pet_service_tests), so one
+# pytest run covers them all; tests/ is the repository's own suite.
+TEST_PACKAGES := $(foreach project,$(PROJECTS) deploy,$(project)/$(subst -,_,$(project))_tests)
 PACKAGES := protos/python $(PROJECTS)
 # What running needs: the stack and its runner (tests/test_requirements.py keeps the list and
 # requirements/run.lock in step).
@@ -30,7 +33,7 @@ help:
 	@echo "make protos       - regenerate the gRPC code from protos/"
 	@echo "make protos-check - fail when the generated gRPC code is stale"
 	@echo "make protos-contract - buf lint, and buf breaking against every previous release's protos"
-	@echo "make unit         - every pytest folder, with FerretDB started for the run"
+	@echo "make unit         - every test folder in one pytest run, with FerretDB started for the run"
 	@echo "make ferretdb     - build FerretDB (the MongoDB-wire server for tests) into .cache/"
 	@echo "make deploy-check - offline checks of the Kubernetes manifests, compose file and Dockerfiles"
 	@echo "make bench        - the load benchmark (about six minutes)"
@@ -103,17 +106,17 @@ ferretdb: install
 	$(PY) -m petstore_devstack.ferretdb install
 
 # The MongoDB-backed tests need MONGODB_URI: given, or FerretDB started for the run.
-# One pytest run per folder; every folder runs, then the failed ones are named.
+# One pytest run over every test folder (pyproject.toml's testpaths) but deploy/deploy_tests,
+# which deploy/check.sh runs (`make deploy-check`) with the kustomize and compose it provides.
 # The e2e suite runs on FerretDB; the parts whose storage differs most between the stores (order
-# lists, images) run end to end on the embedded store too (MONGODB_URI empty).
-TEST_DIRS := common/common_tests devstack/devstack_tests pet-service/pet_service_tests \
-	order-service/order_service_tests user-service/user_service_tests gateway/gateway_tests bench/bench_tests tests
+# lists, images) run end to end on the embedded store too (MONGODB_URI empty), in a run of their
+# own; both runs go, then the failed ones are named.
+TEST_DIRS := $(filter-out deploy/deploy_tests,$(TEST_PACKAGES)) tests
 EMBEDDED_E2E := tests/e2e/test_order_lists.py tests/e2e/test_pet_images.py
 unit: ferretdb
 	$(PY) -m petstore_devstack.ferretdb with -- bash -c 'failed=""; \
-	  for dir in $(TEST_DIRS); do \
-	    echo "== pytest $$dir"; $(PY) -m pytest -p no:cacheprovider $$dir || failed="$$failed $$dir"; \
-	  done; \
+	  echo "== pytest $(TEST_DIRS)"; \
+	  $(PY) -m pytest -p no:cacheprovider $(TEST_DIRS) || failed="$$failed unit"; \
 	  echo "== pytest $(EMBEDDED_E2E) on the embedded store"; \
 	  MONGODB_URI= $(PY) -m pytest -p no:cacheprovider $(EMBEDDED_E2E) || failed="$$failed embedded-e2e"; \
 	  if [ -n "$$failed" ]; then echo "pytest failed in:$$failed"; exit 1; fi'
