@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PROJECTS := common devstack pet-service order-service user-service gateway bench
 # Each project's tests are a package named after it (pet-service/pet_service_tests), so one
-# pytest run covers them all; tests/ is the repository's own suite.
+# pytest run, and one mypy run, covers them all; tests/ is the repository's own suite.
 TEST_PACKAGES := $(foreach project,$(PROJECTS) deploy,$(project)/$(subst -,_,$(project))_tests)
 PACKAGES := protos/python $(PROJECTS)
 # What running needs: the stack and its runner (tests/test_requirements.py keeps the list and
@@ -29,7 +29,7 @@ help:
 	@echo "make install      - the development environment (.venv from requirements/dev.lock)"
 	@echo "make install-run  - only what running needs (.venv from requirements/run.lock)"
 	@echo "make lint         - ruff check and ruff format --check"
-	@echo "make typecheck    - mypy, one run per project"
+	@echo "make typecheck    - mypy over every project, in one run"
 	@echo "make protos       - regenerate the gRPC code from protos/"
 	@echo "make protos-check - fail when the generated gRPC code is stale"
 	@echo "make protos-contract - buf lint, and buf breaking against every previous release's protos"
@@ -93,14 +93,9 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-# One mypy run per project.
+# One mypy run over every project, its tests included (deploy: its tests and scripts).
 typecheck: install
-	for project in $(PROJECTS); do \
-	  dirs=$$(ls -d $$project/src $$project/$$(echo $$project | tr - _)_tests 2>/dev/null); \
-	  $(VENV)/bin/mypy $$dirs; \
-	done
-	$(VENV)/bin/mypy conftest.py tests
-	$(VENV)/bin/mypy deploy
+	$(VENV)/bin/mypy $(addsuffix /src,$(PROJECTS)) $(TEST_DIRS) deploy conftest.py
 
 ferretdb: install
 	$(PY) -m petstore_devstack.ferretdb install
