@@ -15,10 +15,10 @@ from petstore.user.v1 import user_service_pb2
 from petstore_gateway.apidoc.schemas import ok_message
 from petstore_gateway.app import create_app
 from petstore_gateway.bodies import respond_message
+from petstore_gateway.idempotency import KEY_REUSED_IS_422
 from petstore_gateway.keys import CLIENTS
 from petstore_gateway.operations import (
     API_PREFIX,
-    KEY_REUSED_IS_422,
     PRECONDITION_FAILED_IS_412,
     Access,
     Operation,

@@ -6,16 +6,18 @@ the record and decides replay, conflict or mismatch.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import grpc
 from aiohttp import web
 
 from petstore_common.idempotency_keys import KEY_RULE, is_valid_key
-from petstore_gateway.errors import ApiError
+from petstore_gateway.errors import ApiError, Overrides
 
 IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 """Set to "true" on an answer that repeats the first answer to the key."""
-KEY_REUSED_IS_422 = {grpc.StatusCode.FAILED_PRECONDITION: 422}
+KEY_REUSED_IS_422: Overrides = MappingProxyType({grpc.StatusCode.FAILED_PRECONDITION: 422})
 """A create fails its precondition only when its key was used for a different request."""
 
 

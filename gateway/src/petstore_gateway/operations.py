@@ -22,20 +22,20 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from aiohttp.web_urldispatcher import AbstractRoute
 
-from petstore_gateway.errors import NO_OVERRIDES, Overrides
+from petstore_gateway.errors import NO_OVERRIDES, Overrides, http_status_for
+from petstore_gateway.idempotency import KEY_REUSED_IS_422
+from petstore_gateway.negotiation import JSON_RESPONSE, XML_RESPONSE
 
 API_PREFIX = "/v2"
 """Where the API is mounted: every operation's path is under it."""
 
-JSON = "application/json"
-XML = "application/xml"
+JSON = JSON_RESPONSE.content_type
+XML = XML_RESPONSE.content_type
 BODY_MEDIA_TYPES = (JSON, XML)
 """What bodies are read as and answers are written in (negotiated)."""
 FORM = "application/x-www-form-urlencoded"
 MULTIPART = "multipart/form-data"
 
-KEY_REUSED_IS_422: Overrides = MappingProxyType({grpc.StatusCode.FAILED_PRECONDITION: 422})
-"""An idempotent create fails its precondition only when its key was used for another request."""
 PRECONDITION_FAILED_IS_412: Overrides = MappingProxyType(
     {grpc.StatusCode.FAILED_PRECONDITION: 412, grpc.StatusCode.NOT_FOUND: 412}
 )
@@ -106,7 +106,7 @@ class Operation:
     @property
     def invalid_input_status(self) -> int:
         """The status of input that fails validation (the classic pet operations say 405)."""
-        return self.overrides.get(grpc.StatusCode.INVALID_ARGUMENT, 400)
+        return http_status_for(grpc.StatusCode.INVALID_ARGUMENT, self.overrides)
 
     def status_overrides(self, *, if_match: bool) -> Overrides:
         """Its overrides, with those its kind implies (idempotent; conditional with If-Match sent)."""

@@ -19,7 +19,7 @@ from petstore_gateway.apidoc.openapi import to_openapi
 from petstore_gateway.apidoc.swagger import build_swagger
 from petstore_gateway.errors import ApiError
 from petstore_gateway.keys import API_DOCUMENTS
-from petstore_gateway.operations import API_PREFIX, Operation
+from petstore_gateway.operations import API_PREFIX, JSON, Operation
 
 # Under API_PREFIX, in the API's sub-application.
 SWAGGER_PATH = "/swagger.json"
@@ -104,7 +104,7 @@ entry_routes = web.RouteTableDef()
 
 
 def _json(body: bytes) -> web.Response:
-    return web.Response(body=body, content_type="application/json", headers={"Cache-Control": "no-cache"})
+    return web.Response(body=body, content_type=JSON, headers={"Cache-Control": "no-cache"})
 
 
 @routes.get(SWAGGER_PATH)
