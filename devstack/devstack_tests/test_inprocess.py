@@ -95,7 +95,7 @@ async def test_the_services_answer_and_the_order_service_asks_the_pet_service(
         grpc.StatusCode.NOT_FOUND,
         f"pet {pet.id + 1} not found",
     )
-    assert "/petstore.pet.v1.PetService/FindExistingPets" in recorder.methods
+    assert "/petstore.pet.v1.PetService/ReservePet" in recorder.methods
     assert "/petstore.order.v1.OrderService/CreateOrder" in recorder.methods
 
 

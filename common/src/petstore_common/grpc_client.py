@@ -23,22 +23,28 @@ from petstore_common.request_context import NO_REQUEST_ID, REQUEST_ID_METADATA_K
 # just reported NOT_SERVING, the other is still reconnecting), and a read then fails at once
 # (a rolling restart under load lost 5 orders' pet look-ups in 600). Writes are never retried
 # here: a write whose answer was lost could take effect twice (clients retry them with an
-# Idempotency-Key instead).
+# Idempotency-Key instead), but for the pet steps of an order's sale, which are keyed by the
+# order's id and take effect once however often they are asked.
 READ_METHODS = {
-    "petstore.pet.v1.PetService": ("GetPet", "ListPets", "GetInventory"),
+    "petstore.pet.v1.PetService": ("GetPet", "ListPets", "GetInventory", "FindExistingPets"),
     "petstore.order.v1.OrderService": ("GetOrder",),
     "petstore.user.v1.UserService": ("GetUser", "CheckSession"),
 }
+IDEMPOTENT_WRITES = {
+    "petstore.pet.v1.PetService": ("ReservePet", "ReleasePet", "SellPet"),
+}
+RETRIED_METHODS = [
+    {"service": service, "method": method}
+    for table in (READ_METHODS, IDEMPOTENT_WRITES)
+    for service, methods in table.items()
+    for method in methods
+]
 SERVICE_CONFIG = {
     "loadBalancingConfig": [{"round_robin": {}}],
     "healthCheckConfig": {"serviceName": ""},
     "methodConfig": [
         {
-            "name": [
-                {"service": service, "method": method}
-                for service, methods in READ_METHODS.items()
-                for method in methods
-            ],
+            "name": RETRIED_METHODS,
             "retryPolicy": {
                 "maxAttempts": 3,
                 "initialBackoff": "0.1s",

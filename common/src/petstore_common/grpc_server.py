@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -76,6 +76,9 @@ class ServiceDefinition:
     validator: RequestValidator = field(default_factory=RequestValidator)
     """Checks every request against its message's field rules before the servicer sees it;
     the service gives it the client's names for its fields."""
+    background: Callable[[], Coroutine[Any, Any, None]] | None = None
+    """Work the service does while it serves, apart from calls (the order service's recovery of
+    unfinished sales): started with the server, cancelled when it stops."""
 
 
 SettingsT = TypeVar("SettingsT", bound=HasServiceSettings)
@@ -233,12 +236,15 @@ class RunningService:
     health: health.aio.HealthServicer
     _watchdog: asyncio.Task[None]
     _on_stop: Callable[[], Awaitable[None]] | None = None
+    _background: asyncio.Task[None] | None = None
 
     async def stop(self, grace: float | None) -> None:
         """Report NOT_SERVING, let in-flight RPCs finish within `grace`, then stop."""
-        self._watchdog.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._watchdog
+        for task in (self._watchdog, self._background):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self.health.enter_graceful_shutdown()
         if grace:
             # Clients watching health hear NOT_SERVING at once, but a call they had already
@@ -290,7 +296,10 @@ async def start_service(
     port = server.add_insecure_port(settings.listen_addr)
     await server.start()
     watchdog = asyncio.create_task(readiness.watch())
-    return RunningService(server, port, health_servicer, watchdog, definition.on_stop)
+    background: asyncio.Task[None] | None = None
+    if definition.background is not None:
+        background = asyncio.create_task(definition.background())
+    return RunningService(server, port, health_servicer, watchdog, definition.on_stop, background)
 
 
 def run_service(

@@ -139,12 +139,13 @@ CALLS = {(call.method, call.route): call for call in VALID}
 
 
 async def _seed(backend: Backend) -> Seeded:
-    """Pet 1 with an image, order 1 (placed), users ann (1), bob (2) and kit (3), and open
-    sessions of bob and kit; nothing else (the backend is a fresh one)."""
+    """Pet 1 with an image, pet 2 held by order 1 (placed), users ann (1), bob (2) and kit (3),
+    and open sessions of bob and kit; nothing else (the backend is a fresh one)."""
     await backend.add_pet(1, "Rex", tags=("cute",))
     upload = pet_service_pb2.UploadPetImageRequest(pet_id=1, data=PNG, caller=callers.staff())
     image = await backend.pets.UploadPetImage(upload, timeout=5)
-    await backend.add_order(1, order_id=1)
+    await backend.add_pet(2, "Max")
+    await backend.add_order(2, order_id=1)
     for user_id, name in ((1, "ann"), (2, "bob"), (3, "kit")):
         await backend.add_user(name, user_id)
     sessions = {KIT_SESSION: await backend.login("kit"), BOB_SESSION: await backend.login("bob")}
@@ -350,6 +351,9 @@ BAD_INPUT: list[tuple[str, str, str, dict[str, Any], int]] = [
     ("POST", "/v2/pet/{petId}", "/v2/pet/1", {"data": {"name": ""}, "headers": KEY}, 405),
     ("DELETE", "/v2/pet/{petId}", "/v2/pet/-1", {"headers": KEY}, 400),
     ("DELETE", "/v2/pet/{petId}", "/v2/pet/99", {"headers": KEY}, 404),
+    ("DELETE", "/v2/pet/{petId}", "/v2/pet/2", {"headers": KEY}, 409),  # held by order 1
+    ("PUT", "/v2/pet", "/v2/pet", _json({**PET, "id": 2, "status": "available"}), 409),
+    ("POST", "/v2/pet/{petId}", "/v2/pet/2", {"data": {"status": "sold"}, "headers": KEY}, 409),
     (
         "POST",
         "/v2/pet/{petId}/uploadImage",
@@ -382,6 +386,7 @@ BAD_INPUT: list[tuple[str, str, str, dict[str, Any], int]] = [
     ("POST", "/v2/store/order", "/v2/store/order", _json({"petId": 1, "status": "lost"}), 400),
     ("POST", "/v2/store/order", "/v2/store/order", _xml(b"<Order><quantity>2</quantity></Order>"), 400),
     ("POST", "/v2/store/order", "/v2/store/order", _json({"petId": 99}), 404),
+    ("POST", "/v2/store/order", "/v2/store/order", _json({"petId": 2}), 409),  # held by order 1
     ("GET", "/v2/pet/{petId}/images/{imageId}", "/v2/pet/1/images/xyz", {}, 400),
     ("GET", "/v2/pet/{petId}/images/{imageId}", "/v2/pet/1/images/" + "f" * 32, {}, 404),
     ("GET", "/v2/store/order", "/v2/store/order?status=lost", {"headers": KEY}, 400),
@@ -492,10 +497,10 @@ async def test_a_twin_of_a_create_still_running_gets_a_documented_status(
     await _seed(backend)
     call = Call("POST", "/v2/store/order", "/v2/store/order")
     order: dict[str, Any] = {"json": {"petId": 1}, "headers": {**KEY, "Idempotency-Key": "k-1"}}
-    asked = backend.calls.count("PetService/FindExistingPets")
-    pet_question = backend.calls.hold("PetService/FindExistingPets")  # the first create waits there
+    asked = backend.calls.count("PetService/ReservePet")
+    pet_question = backend.calls.hold("PetService/ReservePet")  # the first create waits there
     first = asyncio.create_task(call.send(client, **order))
-    await until(lambda: backend.calls.count("PetService/FindExistingPets") > asked)
+    await until(lambda: backend.calls.count("PetService/ReservePet") > asked)
     twin = await call.send(client, **order)
     pet_question.set()
     assert (await first).status == 200

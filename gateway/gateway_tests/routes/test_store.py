@@ -187,11 +187,13 @@ async def test_every_order_call_names_its_caller(client: Client, backend: Backen
 async def test_each_static_key_is_a_caller_of_its_own(client: Client, backend: Backend) -> None:
     """The key's id goes with the staff caller: an Idempotency-Key is one staff key's own."""
     await backend.add_pet(9, "Rex")
+    await backend.add_pet(10, "Max")
     order = {"petId": 9, "quantity": 1}
     first = await client.post("/v2/store/order", json=order, headers={**KEY, "Idempotency-Key": "k-1"})
     again = await client.post("/v2/store/order", json=order, headers={**KEY, "Idempotency-Key": "k-1"})
     other_key = {"api_key": "another-key", "Idempotency-Key": "k-1"}
-    by_other_key = await client.post("/v2/store/order", json=order, headers=other_key)
+    # Another pet: pet 9 is held by the first order.
+    by_other_key = await client.post("/v2/store/order", json={**order, "petId": 10}, headers=other_key)
 
     assert (first.status, again.status, by_other_key.status) == (200, 200, 200)
     assert again.headers["Idempotent-Replayed"] == "true"
@@ -203,10 +205,10 @@ async def test_a_twin_of_a_create_still_running_is_409_until_the_first_answers(
     client: Client, backend: Backend
 ) -> None:
     await backend.add_pet(9, "Rex")
-    pet_question = backend.calls.hold("PetService/FindExistingPets")
+    pet_question = backend.calls.hold("PetService/ReservePet")
     headers = {**KEY, "Idempotency-Key": "k-1"}
     first = asyncio.create_task(client.post("/v2/store/order", json={"petId": 9}, headers=headers))
-    await until(lambda: backend.calls.count("PetService/FindExistingPets") == 1)  # the key is held
+    await until(lambda: backend.calls.count("PetService/ReservePet") == 1)  # the key is held
 
     twin = await client.post("/v2/store/order", json={"petId": 9}, headers=headers)
     pet_question.set()

@@ -16,14 +16,15 @@ ANN, BOB = 7, 8
 
 @pytest.fixture
 async def shop(backend: Backend) -> Backend:
-    """Ann (7) has orders 1 and 3, Bob (8) order 2, staff's order 4 is nobody's."""
+    """Ann (7) has orders 1 and 3, Bob (8) order 2, staff's order 4 is nobody's; each is for a
+    pet of its own (a pet is sold once)."""
     for user_id, name in ((ANN, "ann"), (BOB, "bob")):
         await backend.add_user(name, user_id)
-    for pet_id in (9, 5):
+    for pet_id in (6, 9, 5, 12):
         await backend.add_pet(pet_id)
-    for owner, pet_id, status in ((ANN, 9, PLACED), (BOB, 9, APPROVED), (ANN, 5, DELIVERED)):
+    for owner, pet_id, status in ((ANN, 6, PLACED), (BOB, 9, APPROVED), (ANN, 5, DELIVERED)):
         await backend.add_order(pet_id, owner=owner, status=status)
-    await backend.add_order(9, order_id=4)
+    await backend.add_order(12, order_id=4)
     backend.calls.clear()
     return backend
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -10,7 +11,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from petstore.order.v1 import order_pb2
 from petstore_common.errors import AlreadyExists, NotFound
-from petstore_order.storage.base import OrderStore
+from petstore_order.storage.base import OrderStore, Step, StoredOrder, Transition
 from petstore_order.storage.documents import Document
 from petstore_order.storage.memory import MemoryOrderStore
 from petstore_order.storage.mongo import MongoOrderStore
@@ -300,3 +301,109 @@ async def test_find_pages_after_an_id(store: OrderStore) -> None:
     assert await _found_ids(store, after_id=2, limit=2) == [3, 4]
     assert await _found_ids(store, owner_user_id=7, after_id=3, limit=1) == [5]
     assert await _found_ids(store, after_id=6) == []
+
+
+# The state of an order's sale (storage.base.Step, Transition): hidden while placing or
+# cancelling, recorded with the time of its step, and moved by compare-and-set.
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+async def test_an_order_being_placed_is_hidden_but_stored(store: OrderStore) -> None:
+    created = await store.create(an_order(5, owner_user_id=7), step=Step.RESERVE, at=T0)
+
+    with pytest.raises(NotFound):
+        await store.get(created.id)
+    assert await _found_ids(store) == []
+    stored = await store.get_stored(created.id)
+    assert stored == StoredOrder(created, step=Step.RESERVE, step_at=T0, holds_pet=False)
+
+
+async def test_placing_clears_the_step_and_records_the_hold(store: OrderStore) -> None:
+    created = await store.create(an_order(5), step=Step.RESERVE, at=T0)
+
+    placed = await store.transition(
+        created.id, Transition(step_from=Step.RESERVE, step_to=None, holds_pet=True), at=T0
+    )
+    again = await store.transition(
+        created.id, Transition(step_from=Step.RESERVE, step_to=None, holds_pet=True), at=T0
+    )
+
+    assert placed == StoredOrder(created, holds_pet=True)
+    assert again is None  # no longer at RESERVE: nothing changed
+    assert await store.get(created.id) == created
+    assert await _found_ids(store) == [created.id]
+    assert await store.get_stored(created.id) == placed
+
+
+async def test_a_transition_checks_the_status_too(store: OrderStore) -> None:
+    created = await store.create(an_order(5))
+    stale = await store.transition(
+        created.id, Transition(step_from=None, step_to=Step.RELEASE, status_from=APPROVED), at=T0
+    )
+    withdrawn = await store.transition(
+        created.id, Transition(step_from=None, step_to=Step.RELEASE, status_from=PLACED), at=T0
+    )
+
+    assert stale is None
+    assert withdrawn is not None
+    assert withdrawn.step == Step.RELEASE
+    assert withdrawn.step_at == T0
+    with pytest.raises(NotFound):  # being cancelled: hidden
+        await store.get(created.id)
+    with pytest.raises(NotFound):
+        await store.transition(created.id + 1000, Transition(step_from=None, step_to=None), at=T0)
+
+
+async def test_a_delivered_order_being_sold_stays_visible(store: OrderStore) -> None:
+    created = await store.create(order_pb2.Order(pet_id=5, quantity=1, status=APPROVED))
+    delivering = Transition(
+        step_from=None, step_to=Step.SELL, status_from=APPROVED, status_to=DELIVERED, complete=True
+    )
+
+    sold = await store.transition(created.id, delivering, at=T0)
+
+    assert sold is not None
+    assert (sold.order.status, sold.order.complete, sold.step) == (DELIVERED, True, Step.SELL)
+    assert await store.get(created.id) == sold.order
+    # A status move waits for the step: only settled orders move.
+    assert await store.set_status(created.id, expected=DELIVERED, status=DELIVERED, complete=True) is None
+
+
+async def test_delete_at_a_step_removes_only_an_order_at_that_step(store: OrderStore) -> None:
+    settled = await store.create(an_order(5))
+    releasing = await store.create(an_order(6), step=Step.RELEASE, at=T0)
+
+    assert await store.delete(settled.id, step=Step.RELEASE) is False
+    assert await store.delete(releasing.id) is False  # not settled
+    assert await store.delete(releasing.id, step=Step.RELEASE) is True
+    with pytest.raises(NotFound):
+        await store.get_stored(releasing.id)
+    assert await store.get(settled.id) == settled
+
+
+async def test_unsettled_lists_steps_recorded_before_a_time_oldest_first(store: OrderStore) -> None:
+    late = await store.create(an_order(1), step=Step.RESERVE, at=T0 + timedelta(seconds=20))
+    early = await store.create(an_order(2), step=Step.RELEASE, at=T0)
+    middle = await store.create(an_order(3), step=Step.RESERVE, at=T0 + timedelta(seconds=10))
+    await store.create(an_order(4))  # settled: never listed
+
+    due = await store.unsettled(recorded_before=T0 + timedelta(seconds=15), limit=10)
+    first = await store.unsettled(recorded_before=T0 + timedelta(seconds=60), limit=1)
+
+    assert [stored.order.id for stored in due] == [early.id, middle.id]
+    assert [stored.step for stored in due] == [Step.RELEASE, Step.RESERVE]
+    assert [stored.order.id for stored in first] == [early.id]
+    assert late.id not in [stored.order.id for stored in due]
+
+
+async def test_of_racing_transitions_from_one_step_exactly_one_wins(store: OrderStore) -> None:
+    created = await store.create(an_order(5), step=Step.RESERVE, at=T0)
+    place = Transition(step_from=Step.RESERVE, step_to=None, holds_pet=True)
+    withdraw = Transition(step_from=Step.RESERVE, step_to=Step.RELEASE)
+
+    results = await asyncio.gather(
+        *(store.transition(created.id, change, at=T0) for change in (place, withdraw) * 4)
+    )
+
+    assert sum(result is not None for result in results) == 1

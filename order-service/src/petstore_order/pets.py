@@ -1,4 +1,5 @@
-"""The one question the order service asks the pet service: does this pet exist?
+"""What the order service asks of the pet service: does this pet exist, and the pet's steps of
+an order's sale (reserve, release, sell; petstore_order.sale drives them).
 
 Every order asks it, so the questions of the orders waiting at one moment go out together in
 one FindExistingPets call (`PetQuestions`): under load one call answers tens of orders, and a
@@ -15,13 +16,13 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import grpc
 
 from petstore.pet.v1 import pet_service_pb2, pet_service_pb2_grpc
 from petstore_common.contract_bounds import MAX_IDS_PER_CHECK
-from petstore_common.errors import Unavailable
+from petstore_common.errors import FailedPrecondition, NotFound, Unavailable
 from petstore_common.grpc_client import create_channel
 
 if TYPE_CHECKING:
@@ -35,10 +36,26 @@ call, and offered the batched call again this often: its replicas may be upgrade
 log = logging.getLogger(__name__)
 
 
+class StepUnsupported(Exception):
+    """The pet service is of a release without the sale's steps (UNIMPLEMENTED)."""
+
+
 class PetDirectory(Protocol):
     async def exists(self, pet_id: int, *, budget_seconds: float | None = None) -> bool:
         """Whether the pet exists; Unavailable when that cannot be known right now.
         `budget_seconds` is what is left of the caller's own deadline, if it has one."""
+
+    async def reserve(self, pet_id: int, order_id: int, *, budget_seconds: float | None = None) -> None:
+        """Reserve the pet for the order (ReservePet): NotFound when absent, FailedPrecondition
+        (the pet service's words) when not available, Unavailable when the outcome is unknown,
+        StepUnsupported from a pet service without the step."""
+
+    async def release(self, pet_id: int, order_id: int, *, budget_seconds: float | None = None) -> None:
+        """Release the pet if the order holds it (ReleasePet); Unavailable, StepUnsupported."""
+
+    async def sell(self, pet_id: int, order_id: int, *, budget_seconds: float | None = None) -> None:
+        """Sell the pet to the order that holds it (SellPet): NotFound, FailedPrecondition,
+        Unavailable, StepUnsupported."""
 
 
 @dataclass(slots=True, eq=False)
@@ -80,6 +97,37 @@ class GrpcPetDirectory:
                 return await question.answer
         except TimeoutError:
             log.warning("pet service call failed", extra={"grpc_code": "DEADLINE_EXCEEDED"})
+            raise Unavailable(PET_SERVICE_UNAVAILABLE) from None
+
+    async def reserve(self, pet_id: int, order_id: int, *, budget_seconds: float | None = None) -> None:
+        request = pet_service_pb2.ReservePetRequest(pet_id=pet_id, order_id=order_id)
+        await self._step(self._stub.ReservePet, request, budget_seconds)
+
+    async def release(self, pet_id: int, order_id: int, *, budget_seconds: float | None = None) -> None:
+        request = pet_service_pb2.ReleasePetRequest(pet_id=pet_id, order_id=order_id)
+        await self._step(self._stub.ReleasePet, request, budget_seconds)
+
+    async def sell(self, pet_id: int, order_id: int, *, budget_seconds: float | None = None) -> None:
+        request = pet_service_pb2.SellPetRequest(pet_id=pet_id, order_id=order_id)
+        await self._step(self._stub.SellPet, request, budget_seconds)
+
+    async def _step(self, method: Any, request: Any, budget_seconds: float | None) -> None:
+        """One step of a sale: the pet service's definite answers as the order service's own
+        errors; anything else is Unavailable (the step may or may not have been taken)."""
+        timeout = (
+            self._timeout_seconds if budget_seconds is None else min(self._timeout_seconds, budget_seconds)
+        )
+        try:
+            await method(request, timeout=max(timeout, 0.001))
+        except grpc.aio.AioRpcError as exc:
+            code = exc.code()
+            if code == grpc.StatusCode.NOT_FOUND:
+                raise NotFound(exc.details() or f"pet {request.pet_id} not found") from None
+            if code == grpc.StatusCode.FAILED_PRECONDITION:
+                raise FailedPrecondition(exc.details() or f"pet {request.pet_id} is not available") from None
+            if code == grpc.StatusCode.UNIMPLEMENTED:
+                raise StepUnsupported() from None
+            log.warning("pet service call failed", extra={"grpc_code": code.name})
             raise Unavailable(PET_SERVICE_UNAVAILABLE) from None
 
     async def close(self) -> None:

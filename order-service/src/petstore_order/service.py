@@ -13,6 +13,7 @@ from petstore_common.grpc_server import ServiceDefinition
 from petstore_common.idempotency import DEFAULT_TTL_SECONDS
 from petstore_common.stores import StoreReadiness, open_store
 from petstore_order.pets import PetDirectory, grpc_pet_directory
+from petstore_order.sale import DEFAULT_RECOVER_AFTER_SECONDS, DEFAULT_RECOVERY_INTERVAL_SECONDS, Sale
 from petstore_order.servicer import OrderServicer
 from petstore_order.settings import OrderSettings
 from petstore_order.storage.base import OrderStore
@@ -29,19 +30,28 @@ def build_definition(
     readiness: StoreReadiness | None = None,
     *,
     idempotency_ttl_seconds: float = DEFAULT_TTL_SECONDS,
+    reserve_pets: bool = True,
+    sale_recover_after_seconds: float = DEFAULT_RECOVER_AFTER_SECONDS,
+    sale_recovery_interval_seconds: float = DEFAULT_RECOVERY_INTERVAL_SECONDS,
 ) -> ServiceDefinition:
-    """The order service over `store` and `pets`, for the shared server (tests use any of both).
+    """The order service over `store` and `pets`, for the shared server (tests use any of both),
+    with the recovery of unfinished sales running while it serves.
 
     Readiness is the store's alone, not the pet service's: without it orders can still be
     read and deleted, and CreateOrder answers UNAVAILABLE by itself.
     """
-    servicer = OrderServicer(store, pets, idempotency_ttl_seconds=idempotency_ttl_seconds)
+    sale = Sale(store, pets, reserve_pets=reserve_pets, recover_after_seconds=sale_recover_after_seconds)
+    servicer = OrderServicer(store, sale, idempotency_ttl_seconds=idempotency_ttl_seconds)
 
     def register(server: grpc.aio.Server) -> None:
         order_service_pb2_grpc.add_OrderServiceServicer_to_server(servicer, server)
 
     return ServiceDefinition(
-        SERVICE_NAME, register, (readiness or StoreReadiness(store)).check, validator=REQUEST_RULES
+        SERVICE_NAME,
+        register,
+        (readiness or StoreReadiness(store)).check,
+        validator=REQUEST_RULES,
+        background=lambda: sale.recover_forever(sale_recovery_interval_seconds),
     )
 
 
@@ -60,5 +70,11 @@ async def order_service(settings: OrderSettings) -> AsyncIterator[ServiceDefinit
         stores as (store, readiness),
     ):
         yield build_definition(
-            store, pets, readiness, idempotency_ttl_seconds=settings.service.idempotency_ttl_seconds
+            store,
+            pets,
+            readiness,
+            idempotency_ttl_seconds=settings.service.idempotency_ttl_seconds,
+            reserve_pets=settings.reserve_pets,
+            sale_recover_after_seconds=settings.sale_recover_after_seconds,
+            sale_recovery_interval_seconds=settings.sale_recovery_interval_seconds,
         )

@@ -25,16 +25,11 @@ from petstore.auth.v1 import caller_pb2
 from petstore.order.v1 import order_pb2, order_service_pb2, order_service_pb2_grpc
 from petstore_common.callers import MOVE_ORDER_STAFF_ONLY, customer_id, is_staff, require_staff
 from petstore_common.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
-from petstore_common.idempotency import (
-    DEFAULT_TTL_SECONDS,
-    Idempotency,
-    Reservation,
-    create_under_reserved_id,
-)
+from petstore_common.idempotency import DEFAULT_TTL_SECONDS, Idempotency, Reservation
 from petstore_common.paging import decode_page_token, encode_page_token, filter_fingerprint, page_size
 from petstore_order import validation
-from petstore_order.pets import PetDirectory
-from petstore_order.storage.base import STATUS_NAMES, OrderStore, Status, not_found
+from petstore_order.sale import Sale
+from petstore_order.storage.base import HIDDEN_STEPS, STATUS_NAMES, OrderStore, Status, StoredOrder, not_found
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -50,16 +45,12 @@ NEXT_STATUS: dict[Status, Status] = {PLACED: APPROVED, APPROVED: DELIVERED}
 MAX_STATUS_ATTEMPTS = 3
 
 
-def pet_not_found(pet_id: int) -> str:
-    return f"pet {pet_id} not found"
-
-
 class OrderServicer(order_service_pb2_grpc.OrderServiceServicer):
     def __init__(
-        self, store: OrderStore, pets: PetDirectory, *, idempotency_ttl_seconds: float = DEFAULT_TTL_SECONDS
+        self, store: OrderStore, sale: Sale, *, idempotency_ttl_seconds: float = DEFAULT_TTL_SECONDS
     ) -> None:
         self._store = store
-        self._pets = pets
+        self._sale = sale
         self._idempotency = Idempotency(store.idempotency, ttl_seconds=idempotency_ttl_seconds)
 
     async def CreateOrder(
@@ -76,11 +67,7 @@ class OrderServicer(order_service_pb2_grpc.OrderServiceServicer):
                 raise InvalidArgument(NEW_ORDER_FOR_CUSTOMERS)
 
         async def create(reservation: Reservation) -> order_service_pb2.CreateOrderResponse:
-            # Checked once, not locked: a pet deleted right after keeps its orders (no
-            # transaction spans two services' databases).
-            if not await self._pets.exists(order.pet_id, budget_seconds=context.time_remaining()):
-                raise NotFound(pet_not_found(order.pet_id))
-            stored = await create_under_reserved_id(reservation, self._store, order)
+            stored = await self._sale.place(reservation, order, budget_seconds=context.time_remaining())
             return order_service_pb2.CreateOrderResponse(order=stored)
 
         return await self._idempotency.serve(request, order_service_pb2.CreateOrderResponse, create)
@@ -94,15 +81,15 @@ class OrderServicer(order_service_pb2_grpc.OrderServiceServicer):
     async def DeleteOrder(
         self, request: order_service_pb2.DeleteOrderRequest, context: Context
     ) -> order_service_pb2.DeleteOrderResponse:
-        order = await self._visible_order(request.caller, request.id)
-        if customer_id(request.caller) is None:  # staff delete any order
-            await self._store.delete(order.id)
-            return order_service_pb2.DeleteOrderResponse()
-        if _status(order) != PLACED or not await self._store.delete(order.id, only_if=order.status):
-            current = await self._store.get(order.id)
-            raise FailedPrecondition(
-                f"order {order.id} is {STATUS_NAMES[_status(current)]}: only a placed order can be cancelled"
-            )
+        stored = await self._visible_stored(request.caller, request.id)
+        customer = customer_id(request.caller) is not None  # staff delete any order
+        if customer and _status(stored.order) != PLACED:
+            raise FailedPrecondition(_not_cancellable(stored.order))
+        if not await self._sale.cancel(stored):
+            current = await self._store.get(stored.order.id)  # NotFound when it went meanwhile
+            if customer and _status(current) != PLACED:
+                raise FailedPrecondition(_not_cancellable(current))
+            raise Aborted(f"order {current.id} is changing; retry")
         return order_service_pb2.DeleteOrderResponse()
 
     async def UpdateOrderStatus(
@@ -112,15 +99,15 @@ class OrderServicer(order_service_pb2_grpc.OrderServiceServicer):
         order_id = request.id
         target = request.status
         for _ in range(MAX_STATUS_ATTEMPTS):
-            order = await self._store.get(order_id)
-            current = _status(order)
+            stored = await self._store.get_stored(order_id)
+            if stored.step in HIDDEN_STEPS:
+                raise NotFound(not_found(order_id))
+            current = _status(stored.order)
             if target == current:
-                return order_service_pb2.UpdateOrderStatusResponse(order=order)  # already there
+                return order_service_pb2.UpdateOrderStatusResponse(order=stored.order)  # already there
             if NEXT_STATUS.get(current) != target:
                 raise FailedPrecondition(_refused_move(order_id, current))
-            moved = await self._store.set_status(
-                order_id, expected=order.status, status=target, complete=order.complete or target == DELIVERED
-            )
+            moved = await self._sale.move(stored, target)
             if moved is not None:
                 return order_service_pb2.UpdateOrderStatusResponse(order=moved)
         raise Aborted(f"order {order_id} kept changing; retry")
@@ -144,18 +131,25 @@ class OrderServicer(order_service_pb2_grpc.OrderServiceServicer):
     async def _visible_order(self, caller: caller_pb2.Caller, order_id: int) -> order_pb2.Order:
         """The order when this caller may see it; NotFound, exactly as for an absent order, when
         it belongs to somebody else."""
+        return (await self._visible_stored(caller, order_id)).order
+
+    async def _visible_stored(self, caller: caller_pb2.Caller, order_id: int) -> StoredOrder:
         customer = customer_id(caller)
         if customer is None and not is_staff(caller):
             raise PermissionDenied(SIGN_IN_FIRST)
-        order = await self._store.get(order_id)
-        if customer is not None and order.owner_user_id != customer:
-            raise NotFound(not_found(order.id))
-        return order
+        stored = await self._store.get_stored(order_id)
+        if stored.step in HIDDEN_STEPS or (customer is not None and stored.order.owner_user_id != customer):
+            raise NotFound(not_found(order_id))
+        return stored
 
 
 def _status(order: order_pb2.Order) -> Status:
     """An order stored without a status was placed (the default since the first version)."""
     return order.status or PLACED
+
+
+def _not_cancellable(order: order_pb2.Order) -> str:
+    return f"order {order.id} is {STATUS_NAMES[_status(order)]}: only a placed order can be cancelled"
 
 
 def _refused_move(order_id: int, current: Status) -> str:

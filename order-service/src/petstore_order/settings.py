@@ -6,7 +6,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from petstore_common.settings import ServiceSettings, env_float, env_str
+from petstore_common.settings import ServiceSettings, SettingsError, env_float, env_str
+from petstore_order.sale import DEFAULT_RECOVER_AFTER_SECONDS, DEFAULT_RECOVERY_INTERVAL_SECONDS
 
 DEFAULT_PORT = 50052
 DEFAULT_DATABASE = "petstore_order"
@@ -24,6 +25,13 @@ class OrderSettings:
     """host:port of the pet service, asked whether an order's pet exists."""
     pet_service_timeout_seconds: float
     """Deadline of each GetPet call: a hung pet service turns into UNAVAILABLE, not a hung order."""
+    reserve_pets: bool = True
+    """ORDER_RESERVES_PET: an order reserves its pet, delivery sells it, cancelling frees it (a
+    pet is sold once). false: the classic rule, where every order stands alone."""
+    sale_recover_after_seconds: float = DEFAULT_RECOVER_AFTER_SECONDS
+    """A step of a sale left unfinished this long is finished or undone by recovery."""
+    sale_recovery_interval_seconds: float = DEFAULT_RECOVERY_INTERVAL_SECONDS
+    """How often recovery looks for such steps."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OrderSettings:
@@ -39,4 +47,22 @@ class OrderSettings:
                 DEFAULT_PET_SERVICE_TIMEOUT_SECONDS,
                 minimum=MIN_PET_SERVICE_TIMEOUT_SECONDS,
             ),
+            reserve_pets=_env_bool(env, "ORDER_RESERVES_PET", True),
+            sale_recover_after_seconds=env_float(
+                env, "SALE_RECOVER_AFTER_SECONDS", DEFAULT_RECOVER_AFTER_SECONDS, minimum=0.1
+            ),
+            sale_recovery_interval_seconds=env_float(
+                env, "SALE_RECOVERY_INTERVAL_SECONDS", DEFAULT_RECOVERY_INTERVAL_SECONDS, minimum=0.1
+            ),
         )
+
+
+def _env_bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("true", "1", "yes", "on"):
+        return True
+    if raw in ("false", "0", "no", "off"):
+        return False
+    raise SettingsError(f"{name} must be true or false, not {raw!r}")

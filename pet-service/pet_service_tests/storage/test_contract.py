@@ -8,7 +8,7 @@ import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
 from petstore.pet.v1 import pet_pb2
-from petstore_common.errors import AlreadyExists, FailedPrecondition, NotFound
+from petstore_common.errors import Aborted, AlreadyExists, FailedPrecondition, NotFound
 from petstore_pet.changes import ChangesUnsupported, PetChange, Subscription
 from petstore_pet.storage.base import PET_FIELDS, PetImage, PetStore
 from petstore_pet.storage.documents import Document
@@ -461,3 +461,132 @@ async def test_new_ids_are_distinct_and_usable(store: PetStore) -> None:
     assert all(pet_id > 0 for pet_id in ids)
     created = await store.create(a_pet(id=ids[0]))
     assert await store.get(ids[0]) == created
+
+
+# Holds (petstore_pet.holds): an order reserves an available pet, sells it or releases it;
+# only the holding order may, and staff may not move a held pet's status nor delete it.
+
+
+@pytest.mark.parametrize("status", [AVAILABLE, pet_pb2.PET_STATUS_UNSPECIFIED])
+async def test_reserving_an_available_pet_makes_it_pending_for_that_order(
+    store: PetStore, status: int
+) -> None:
+    created = await store.create(a_pet(status=status))
+
+    reserved = await store.reserve(created.id, 70)
+    again = await store.reserve(created.id, 70)  # the order asks again: nothing changes
+
+    assert (reserved.status, reserved.version) == (PENDING, created.version + 1)
+    assert again == reserved
+    assert await store.get(created.id) == reserved
+    assert await store.holder(created.id) == 70
+
+
+@pytest.mark.parametrize(("status", "named"), [(PENDING, "pending"), (SOLD, "sold")])
+async def test_a_pet_that_is_not_available_cannot_be_reserved(
+    store: PetStore, status: int, named: str
+) -> None:
+    created = await store.create(a_pet(status=status))
+
+    with pytest.raises(FailedPrecondition, match=f"pet {created.id} is {named}"):
+        await store.reserve(created.id, 70)
+    assert await store.get(created.id) == created
+    assert await store.holder(created.id) is None
+    with pytest.raises(NotFound):
+        await store.reserve(created.id + 1000, 70)
+
+
+async def test_a_reserved_pet_cannot_be_reserved_by_another_order(store: PetStore) -> None:
+    created = await store.create(a_pet(status=AVAILABLE))
+    await store.reserve(created.id, 70)
+
+    with pytest.raises(FailedPrecondition, match="is pending"):
+        await store.reserve(created.id, 71)
+    assert await store.holder(created.id) == 70
+
+
+async def test_of_racing_reservations_exactly_one_wins(store: PetStore) -> None:
+    created = await store.create(a_pet(status=AVAILABLE))
+
+    results = await asyncio.gather(
+        *(store.reserve(created.id, order_id) for order_id in range(1, 9)), return_exceptions=True
+    )
+
+    assert sum(not isinstance(result, Exception) for result in results) == 1
+    assert all(isinstance(result, FailedPrecondition) for result in results if isinstance(result, Exception))
+    assert (await store.get(created.id)).status == PENDING
+
+
+async def test_only_the_holding_order_releases_a_pending_pet(store: PetStore) -> None:
+    created = await store.create(a_pet(status=AVAILABLE))
+    await store.reserve(created.id, 70)
+
+    assert await store.release(created.id, 71) is False
+    assert (await store.get(created.id)).status == PENDING
+    assert await store.release(created.id, 70) is True
+    assert await store.release(created.id, 70) is False  # a repeated release changes nothing
+    assert (await store.get(created.id)).status == AVAILABLE
+    assert await store.holder(created.id) is None
+    assert await store.release(created.id + 1000, 70) is False  # absent: nothing to release
+    # Free again, for another order; a late release by the first changes nothing.
+    await store.reserve(created.id, 72)
+    assert await store.release(created.id, 70) is False
+    assert await store.holder(created.id) == 72
+
+
+async def test_selling_makes_the_held_pet_sold_and_final(store: PetStore) -> None:
+    created = await store.create(a_pet(status=AVAILABLE))
+    await store.reserve(created.id, 70)
+    with pytest.raises(FailedPrecondition, match="not held by order 71"):
+        await store.sell(created.id, 71)
+
+    sold = await store.sell(created.id, 70)
+
+    assert sold.status == SOLD
+    assert await store.sell(created.id, 70) == sold  # asked again: nothing changes
+    assert await store.release(created.id, 70) is False  # a sale is not undone
+    assert await store.get(created.id) == sold
+    assert await store.holder(created.id) == 70
+    with pytest.raises(NotFound):
+        await store.sell(created.id + 1000, 70)
+
+
+async def test_staff_cannot_move_a_held_pets_status_nor_delete_it(store: PetStore) -> None:
+    created = await store.create(a_pet(status=AVAILABLE))
+    reserved = await store.reserve(created.id, 70)
+    renamed = a_pet("Rex II", id=created.id, status=PENDING)
+
+    with pytest.raises(Aborted, match="held by order 70"):
+        await store.update(a_pet(id=created.id, status=AVAILABLE), PET_FIELDS)
+    with pytest.raises(Aborted, match="held by order 70"):
+        await store.delete(created.id)
+    assert await store.get(created.id) == reserved
+    edited = await store.update(renamed, PET_FIELDS)  # its status kept: an edit is fine
+    assert (edited.name, edited.status) == ("Rex II", PENDING)
+    assert await store.holder(created.id) == 70
+
+
+async def test_a_sold_pet_is_the_staffs_again(store: PetStore) -> None:
+    created = await store.create(a_pet(status=AVAILABLE))
+    await store.reserve(created.id, 70)
+    await store.sell(created.id, 70)
+
+    edited = await store.update(a_pet("Rex II", id=created.id, status=SOLD), PET_FIELDS)
+    assert await store.holder(created.id) == 70  # its status kept: still the sale's record
+    returned = await store.update(a_pet(id=created.id, status=AVAILABLE), ["status"])
+
+    assert edited.status == SOLD
+    assert returned.status == AVAILABLE
+    assert await store.holder(created.id) is None  # the hold ended with the sale's status
+    await store.reserve(created.id, 71)  # and it can be ordered again
+    assert await store.holder(created.id) == 71
+
+
+async def test_the_hold_survives_an_update_of_every_field(store: PetStore) -> None:
+    created = await store.create(a_pet(status=AVAILABLE))
+    await store.reserve(created.id, 70)
+
+    await store.update(a_pet("Max", id=created.id, status=PENDING), PET_FIELDS)
+
+    assert await store.holder(created.id) == 70
+    assert await store.release(created.id, 70) is True

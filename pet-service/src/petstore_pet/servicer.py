@@ -72,6 +72,24 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
         existing = await self._store.existing(set(request.ids))
         return pet_service_pb2.FindExistingPetsResponse(ids=sorted(existing))
 
+    async def ReservePet(
+        self, request: pet_service_pb2.ReservePetRequest, context: Context
+    ) -> pet_service_pb2.ReservePetResponse:
+        pet = await self._store.reserve(request.pet_id, request.order_id)
+        return pet_service_pb2.ReservePetResponse(pet=pet)
+
+    async def ReleasePet(
+        self, request: pet_service_pb2.ReleasePetRequest, context: Context
+    ) -> pet_service_pb2.ReleasePetResponse:
+        released = await self._store.release(request.pet_id, request.order_id)
+        return pet_service_pb2.ReleasePetResponse(released=released)
+
+    async def SellPet(
+        self, request: pet_service_pb2.SellPetRequest, context: Context
+    ) -> pet_service_pb2.SellPetResponse:
+        pet = await self._store.sell(request.pet_id, request.order_id)
+        return pet_service_pb2.SellPetResponse(pet=pet)
+
     async def CreatePet(
         self, request: pet_service_pb2.CreatePetRequest, context: Context
     ) -> pet_service_pb2.CreatePetResponse:

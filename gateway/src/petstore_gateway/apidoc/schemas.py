@@ -257,7 +257,8 @@ def definitions() -> Json:
         },
         "Inventory": {
             "type": "object",
-            "description": "Pet status name -> number of pets; statuses without pets are left out.",
+            "description": "Pet status name -> number of pets with it (every status, 0 when none "
+            "has it). Orders move their pets: a placed order's pet is pending, a delivered order's sold.",
             "additionalProperties": int64(minimum=0),
             "xml": {"name": "inventory"},
         },
@@ -368,6 +369,10 @@ ORDERS_RESPONSE = ok(
 
 INVALID_ID = "Invalid ID supplied"
 PET_NOT_FOUND = "Pet not found"
+PET_HELD = (
+    "An order holds the pet (the message names it): while the order is placed or approved, the "
+    "pet's status follows the order and the pet cannot be deleted"
+)
 ORDER_NOT_FOUND = "Order not found"
 USER_NOT_FOUND = "User not found"
 STAFF_ONLY_NOTE = "Staff only: a customer's session is refused with 403."

@@ -23,6 +23,7 @@ from petstore_gateway.apidoc.schemas import (
     MAX_TAG_NAME_FILTERS,
     NAME_PATTERN,
     PAGING,
+    PET_HELD,
     PET_ID,
     PET_NOT_FOUND,
     PETS_RESPONSE,
@@ -343,6 +344,7 @@ OPERATIONS: tuple[Operation, ...] = (
             400: "Malformed body",
             404: PET_NOT_FOUND,
             405: "Validation exception (id is required)",
+            409: PET_HELD,
         },
         parameters=(body_parameter(ref("Pet"), "The pet, with its id; every field is replaced"),),
         description=STAFF_ONLY_NOTE,
@@ -426,7 +428,7 @@ OPERATIONS: tuple[Operation, ...] = (
         conditional_write=True,
         overrides=INVALID_INPUT_IS_405,
         success=ok_message("the pet's id as message"),
-        errors={400: "Invalid ID or form supplied", 404: PET_NOT_FOUND, 405: "Invalid input"},
+        errors={400: "Invalid ID or form supplied", 404: PET_NOT_FOUND, 405: "Invalid input", 409: PET_HELD},
         parameters=(
             PET_ID,
             {
@@ -459,7 +461,7 @@ OPERATIONS: tuple[Operation, ...] = (
         access=Access.STAFF,
         staff_refusal=CATALOGUE_STAFF_ONLY,
         success=ok_message("the pet's id as message"),
-        errors={400: INVALID_ID, 404: PET_NOT_FOUND},
+        errors={400: INVALID_ID, 404: PET_NOT_FOUND, 409: PET_HELD},
         parameters=(PET_ID,),
         description=STAFF_ONLY_NOTE,
     ),

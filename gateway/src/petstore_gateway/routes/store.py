@@ -170,10 +170,17 @@ OPERATIONS: tuple[Operation, ...] = (
         consumes=BODY_MEDIA_TYPES,
         idempotent=True,
         success=ok("successful operation: the stored order", ref("Order")),
-        errors={400: "Invalid Order", 404: "No pet with this petId", 409: "An order with this id exists"},
+        errors={
+            400: "Invalid Order",
+            404: "No pet with this petId",
+            409: "The pet is not available (another order holds it, or it is sold: the message names "
+            "its status), or an order with this id exists",
+        },
         parameters=(body_parameter(ref("Order"), "The order; the store picks the id when none is given"),),
         description="An order placed with a customer's session belongs to that customer; "
-        "one placed with a static key belongs to no customer.",
+        "one placed with a static key belongs to no customer. A pet is sold once: the order "
+        "reserves its pet (available, or without a status), which becomes pending; delivering the "
+        "order makes it sold, and cancelling a placed or approved order makes it available again.",
     ),
     Operation(
         method="GET",
@@ -248,7 +255,8 @@ OPERATIONS: tuple[Operation, ...] = (
         success=ok_message("the order's id as message"),
         errors={400: INVALID_ID, 404: NOT_YOURS},
         parameters=(ORDER_ID,),
-        description=ORDERS_NOTE,
+        description=f"{ORDERS_NOTE} Deleting a placed or approved order makes its pet available "
+        "again; a delivered order's pet stays sold.",
     ),
     Operation(
         method="PUT",
@@ -270,7 +278,7 @@ OPERATIONS: tuple[Operation, ...] = (
             ORDER_ID,
             body_parameter(ref("Order"), "An Order: only status is read (and id, which must be orderId)"),
         ),
-        description="Staff only. delivered also completes the order; asking for the status the order "
-        "already has changes nothing.",
+        description="Staff only. delivered also completes the order and makes its pet sold; asking "
+        "for the status the order already has changes nothing.",
     ),
 )

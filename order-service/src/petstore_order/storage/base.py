@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
 from typing import Protocol, TypeAlias
 
 from petstore.order.v1 import order_pb2
@@ -18,6 +21,48 @@ ORDER_STATUS_UNSPECIFIED is stored as an absent status."""
 
 NANOS_PER_MILLISECOND = 1_000_000
 """Ship dates are kept to the millisecond: a BSON datetime holds no more."""
+
+
+class Step(StrEnum):
+    """A step of an order's sale (petstore_order.sale) recorded on the order before it is taken
+    with the pet service, and cleared once it is done: what recovery finishes after a crash."""
+
+    RESERVE = "reserve"
+    """The order is being placed: its pet is being reserved. Hidden until placed."""
+    RELEASE = "release"
+    """The order is being cancelled: its pet is being released. Hidden, then deleted."""
+    SELL = "sell"
+    """The order was delivered: its pet is being sold. Shown as delivered."""
+
+
+HIDDEN_STEPS = frozenset({Step.RESERVE, Step.RELEASE})
+"""An order at one of these steps is not (or no longer) an order to anyone who asks."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredOrder:
+    """An order with the state of its sale."""
+
+    order: order_pb2.Order
+    step: Step | None = None
+    """The step recorded and not yet done; None when the order is settled."""
+    step_at: datetime | None = None
+    """When the step was recorded."""
+    holds_pet: bool = False
+    """Whether the order's pet was reserved for it (so it is released or sold with the order)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Transition:
+    """One compare-and-set of an order: it applies only to an order at `step_from` (None:
+    settled) with status `status_from` (when given)."""
+
+    step_from: Step | None
+    step_to: Step | None
+    status_from: Status | None = None
+    status_to: Status | None = None
+    complete: bool | None = None
+    holds_pet: bool | None = None
 
 
 def not_found(order_id: int) -> str:
@@ -50,21 +95,35 @@ class OrderStore(Protocol):
         """Raise when the store cannot be reached."""
 
     async def get(self, order_id: int) -> order_pb2.Order:
-        """The order with this id; NotFound when absent."""
+        """The order with this id; NotFound when absent or hidden (HIDDEN_STEPS)."""
 
-    async def create(self, order: order_pb2.Order) -> order_pb2.Order:
+    async def get_stored(self, order_id: int) -> StoredOrder:
+        """The order with this id and the state of its sale, hidden or not; NotFound when absent."""
+
+    async def create(
+        self, order: order_pb2.Order, *, step: Step | None = None, at: datetime | None = None
+    ) -> order_pb2.Order:
         """Store a new order under its own id (AlreadyExists when taken) or, without one, a fresh
-        id; returns the order as stored."""
+        id, at `step` (recorded `at`) when given; returns the order as stored."""
 
-    async def delete(self, order_id: int, *, only_if: Status | None = None) -> bool:
-        """Remove the order (with `only_if`, only while it has that status: False, and nothing
-        removed, when it has another); NotFound when absent."""
+    async def delete(self, order_id: int, *, only_if: Status | None = None, step: Step | None = None) -> bool:
+        """Remove the order while it is at `step` (None: settled) and, with `only_if`, has that
+        status: False, and nothing removed, otherwise; NotFound when absent."""
 
     async def set_status(
         self, order_id: int, *, expected: Status, status: Status, complete: bool
     ) -> order_pb2.Order | None:
-        """Compare-and-set: the order with its new status and completeness, or None (nothing
-        changed) when its status is no longer `expected`; NotFound when absent."""
+        """Compare-and-set of a settled order: the order with its new status and completeness,
+        or None (nothing changed) when its status is no longer `expected` or a step of its sale
+        is under way; NotFound when absent."""
+
+    async def transition(self, order_id: int, change: Transition, *, at: datetime) -> StoredOrder | None:
+        """Compare-and-set of the order's step (recorded `at`), status, completeness and hold:
+        the order after it, or None (nothing changed) when the order is not at `change.step_from`
+        with `change.status_from`; NotFound when absent."""
+
+    async def unsettled(self, *, recorded_before: datetime, limit: int) -> list[StoredOrder]:
+        """Orders with a step recorded before the given time, oldest step first, at most `limit`."""
 
     async def find(
         self,
@@ -77,4 +136,4 @@ class OrderStore(Protocol):
     ) -> list[order_pb2.Order]:
         """Orders with any of `statuses` (every status when empty; an order stored without one
         is placed), of `pet_id` and owned by `owner_user_id` when those are given, by id, only
-        ids above `after_id`, at most `limit` of them."""
+        ids above `after_id`, at most `limit` of them; never a hidden one."""

@@ -14,9 +14,16 @@ from typing import Any
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from petstore.order.v1 import order_pb2
-from petstore_order.storage.base import NANOS_PER_MILLISECOND, STATUS_NAMES, Status
+from petstore_order.storage.base import NANOS_PER_MILLISECOND, STATUS_NAMES, Status, Step, StoredOrder
 
 Document = dict[str, Any]
+
+STEP_KEY = "sale_step"
+"""The step of the order's sale under way (storage.base.Step), absent when settled."""
+STEP_AT_KEY = "sale_step_at"
+"""When that step was recorded (absent with it): what recovery looks for."""
+HOLDS_PET_KEY = "holds_pet"
+"""True once the order's pet was reserved for it."""
 
 _STATUS_BY_NAME: Mapping[str, Status] = {name: value for value, name in STATUS_NAMES.items()}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -56,6 +63,17 @@ def order_from_document(document: Mapping[str, Any]) -> order_pb2.Order:
     if owner is not None:  # orders stored before orders had owners have none: staff only
         order.owner_user_id = owner
     return order
+
+
+def stored_order_from_document(document: Mapping[str, Any]) -> StoredOrder:
+    step = document.get(STEP_KEY)
+    at = document.get(STEP_AT_KEY)
+    return StoredOrder(
+        order_from_document(document),
+        step=None if step is None else Step(step),
+        step_at=None if at is None else (at if at.tzinfo is not None else at.replace(tzinfo=UTC)),
+        holds_pet=bool(document.get(HOLDS_PET_KEY, False)),
+    )
 
 
 def timestamp_to_datetime(timestamp: Timestamp) -> datetime:

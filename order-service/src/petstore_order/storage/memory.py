@@ -7,17 +7,31 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Collection
+from datetime import datetime
 
 from petstore.order.v1 import order_pb2
 from petstore_common.errors import AlreadyExists, NotFound
 from petstore_common.idempotency import MemoryIdempotencyStore
-from petstore_order.storage.base import NANOS_PER_MILLISECOND, Status, already_exists, not_found
+from petstore_order.storage.base import (
+    HIDDEN_STEPS,
+    NANOS_PER_MILLISECOND,
+    Status,
+    Step,
+    StoredOrder,
+    Transition,
+    already_exists,
+    not_found,
+)
 
 
 class MemoryOrderStore:
     def __init__(self) -> None:
         self._orders: dict[int, order_pb2.Order] = {}
         self._last_assigned_id = 0
+        self._steps: dict[int, tuple[Step, datetime]] = {}
+        """Order id -> the step of its sale under way, and when it was recorded."""
+        self._holding: set[int] = set()
+        """The orders whose pet was reserved for them."""
         self.idempotency = MemoryIdempotencyStore()
 
     async def ensure_indexes(self) -> None:
@@ -27,7 +41,26 @@ class MemoryOrderStore:
         """Always reachable."""
 
     async def get(self, order_id: int) -> order_pb2.Order:
-        return _copy(self._stored(order_id))
+        stored = self._stored(order_id)
+        if self._step(order_id) in HIDDEN_STEPS:
+            raise NotFound(not_found(order_id))
+        return _copy(stored)
+
+    async def get_stored(self, order_id: int) -> StoredOrder:
+        return self._with_sale(self._stored(order_id))
+
+    def _step(self, order_id: int) -> Step | None:
+        step = self._steps.get(order_id)
+        return None if step is None else step[0]
+
+    def _with_sale(self, order: order_pb2.Order) -> StoredOrder:
+        step = self._steps.get(order.id)
+        return StoredOrder(
+            _copy(order),
+            step=None if step is None else step[0],
+            step_at=None if step is None else step[1],
+            holds_pet=order.id in self._holding,
+        )
 
     async def new_id(self) -> int:
         """An id no order has, drawn like create draws one."""
@@ -40,7 +73,9 @@ class MemoryOrderStore:
         )
         return self._last_assigned_id
 
-    async def create(self, order: order_pb2.Order) -> order_pb2.Order:
+    async def create(
+        self, order: order_pb2.Order, *, step: Step | None = None, at: datetime | None = None
+    ) -> order_pb2.Order:
         stored = _copy(order)
         if stored.HasField("ship_date"):
             # Keep what MongoDB keeps, so both stores read back the same order.
@@ -51,23 +86,50 @@ class MemoryOrderStore:
         else:
             stored.id = self._draw_id()
         self._orders[stored.id] = stored
+        if step is not None:
+            assert at is not None, "a step is recorded with its time"
+            self._steps[stored.id] = (step, at)
         return _copy(stored)
 
-    async def delete(self, order_id: int, *, only_if: Status | None = None) -> bool:
+    async def delete(self, order_id: int, *, only_if: Status | None = None, step: Step | None = None) -> bool:
         stored = self._stored(order_id)
-        if only_if is not None and stored.status != only_if:
+        if (only_if is not None and stored.status != only_if) or self._step(order_id) != step:
             return False
         del self._orders[order_id]
+        self._steps.pop(order_id, None)
+        self._holding.discard(order_id)
         return True
 
     async def set_status(
         self, order_id: int, *, expected: Status, status: Status, complete: bool
     ) -> order_pb2.Order | None:
+        change = Transition(
+            step_from=None, step_to=None, status_from=expected, status_to=status, complete=complete
+        )
+        moved = await self.transition(order_id, change, at=datetime.min)
+        return None if moved is None else moved.order
+
+    async def transition(self, order_id: int, change: Transition, *, at: datetime) -> StoredOrder | None:
         stored = self._stored(order_id)
-        if stored.status != expected:
+        if self._step(order_id) != change.step_from:
             return None
-        stored.status, stored.complete = status, complete
-        return _copy(stored)
+        if change.status_from is not None and stored.status != change.status_from:
+            return None
+        if change.step_to is None:
+            self._steps.pop(order_id, None)
+        elif change.step_to != change.step_from:
+            self._steps[order_id] = (change.step_to, at)
+        if change.status_to is not None:
+            stored.status = change.status_to
+        if change.complete is not None:
+            stored.complete = change.complete
+        if change.holds_pet is not None:
+            (self._holding.add if change.holds_pet else self._holding.discard)(order_id)
+        return self._with_sale(stored)
+
+    async def unsettled(self, *, recorded_before: datetime, limit: int) -> list[StoredOrder]:
+        due = sorted((at, order_id) for order_id, (_, at) in self._steps.items() if at < recorded_before)
+        return [self._with_sale(self._orders[order_id]) for _, order_id in due[:limit]]
 
     async def find(
         self,
@@ -84,6 +146,8 @@ class MemoryOrderStore:
             if len(found) >= limit:
                 break
             order = self._orders[order_id]
+            if self._step(order_id) in HIDDEN_STEPS:
+                continue
             if wanted and (order.status or order_pb2.ORDER_STATUS_PLACED) not in wanted:
                 continue
             if pet_id is not None and order.pet_id != pet_id:

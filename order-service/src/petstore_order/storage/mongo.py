@@ -3,15 +3,37 @@
 from __future__ import annotations
 
 from collections.abc import Collection
+from datetime import datetime
 
+from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
 from petstore.order.v1 import order_pb2
 from petstore_common.errors import AlreadyExists, NotFound
 from petstore_common.idempotency import MongoIdempotencyStore
 from petstore_common.mongo import IdAllocator, KeyedLocks, insert_with_optional_id, ping
-from petstore_order.storage.base import STATUS_NAMES, Status, already_exists, not_found
-from petstore_order.storage.documents import Document, order_from_document, order_to_document
+from petstore_order.storage.base import (
+    HIDDEN_STEPS,
+    STATUS_NAMES,
+    Status,
+    Step,
+    StoredOrder,
+    Transition,
+    already_exists,
+    not_found,
+)
+from petstore_order.storage.documents import (
+    HOLDS_PET_KEY,
+    STEP_AT_KEY,
+    STEP_KEY,
+    Document,
+    order_from_document,
+    order_to_document,
+    stored_order_from_document,
+)
+
+VISIBLE: Document = {STEP_KEY: {"$nin": sorted(HIDDEN_STEPS)}}
+"""Matches the orders anybody may see: settled, or being sold."""
 
 ORDER_ID_COUNTER = "orders"
 
@@ -34,6 +56,8 @@ class MongoOrderStore:
         # A customer's list (owner, then status); staff's lists by status alone.
         await self._orders.create_index([("owner_user_id", 1), ("status", 1), ("_id", 1)])
         await self._orders.create_index([("status", 1), ("_id", 1)])
+        # Recovery's look for sales left unfinished: only orders with a step have the key.
+        await self._orders.create_index(STEP_AT_KEY)
 
     async def new_id(self) -> int:
         """A fresh id from the counter (the unique `_id` index still guards the insert)."""
@@ -43,42 +67,80 @@ class MongoOrderStore:
         await ping(self._database.client)
 
     async def get(self, order_id: int) -> order_pb2.Order:
-        document = await self._orders.find_one({"_id": order_id})
+        document = await self._orders.find_one({"_id": order_id, **VISIBLE})
         if document is None:
             raise NotFound(not_found(order_id))
         return order_from_document(document)
 
-    async def create(self, order: order_pb2.Order) -> order_pb2.Order:
-        document = await insert_with_optional_id(
-            self._orders, self._ids, order_to_document(order), lambda: AlreadyExists(already_exists(order.id))
-        )
-        return order_from_document(document)
+    async def get_stored(self, order_id: int) -> StoredOrder:
+        document = await self._orders.find_one({"_id": order_id})
+        if document is None:
+            raise NotFound(not_found(order_id))
+        return stored_order_from_document(document)
 
-    async def delete(self, order_id: int, *, only_if: Status | None = None) -> bool:
-        query: Document = {"_id": order_id}
+    async def create(
+        self, order: order_pb2.Order, *, step: Step | None = None, at: datetime | None = None
+    ) -> order_pb2.Order:
+        document = order_to_document(order)
+        if step is not None:
+            document |= {STEP_KEY: step.value, STEP_AT_KEY: at}
+        stored = await insert_with_optional_id(
+            self._orders, self._ids, document, lambda: AlreadyExists(already_exists(order.id))
+        )
+        return order_from_document(stored)
+
+    async def delete(self, order_id: int, *, only_if: Status | None = None, step: Step | None = None) -> bool:
+        query: Document = {"_id": order_id, **_step_is(step)}
         if only_if is not None:
             query.update(_status_is(only_if))
         async with self._changing.hold(order_id):
             result = await self._orders.delete_one(query)
         if result.deleted_count == 1:
             return True
-        await self.get(order_id)  # NotFound when absent; else its status moved on
+        await self.get_stored(order_id)  # NotFound when absent; else its status or step moved on
         return False
 
     async def set_status(
         self, order_id: int, *, expected: Status, status: Status, complete: bool
     ) -> order_pb2.Order | None:
-        # update_one with the old status in the filter: an atomic compare-and-set on MongoDB;
-        # FerretDB v1 filters and writes in two steps, so this process also takes them in turn.
+        change = Transition(
+            step_from=None, step_to=None, status_from=expected, status_to=status, complete=complete
+        )
+        moved = await self.transition(order_id, change, at=datetime.min)
+        return None if moved is None else moved.order
+
+    async def transition(self, order_id: int, change: Transition, *, at: datetime) -> StoredOrder | None:
+        query: Document = {"_id": order_id, **_step_is(change.step_from)}
+        if change.status_from is not None:
+            query.update(_status_is(change.status_from))
+        update: Document = {}
+        written: Document = {}
+        if change.step_to is None:
+            update["$unset"] = {STEP_KEY: "", STEP_AT_KEY: ""}
+        elif change.step_to != change.step_from:
+            written |= {STEP_KEY: change.step_to.value, STEP_AT_KEY: at}
+        if change.status_to is not None:
+            written["status"] = STATUS_NAMES[change.status_to]
+        if change.complete is not None:
+            written["complete"] = change.complete
+        if change.holds_pet is not None:
+            written[HOLDS_PET_KEY] = change.holds_pet
+        if written:
+            update["$set"] = written
+        # A filter on the step and status: an atomic compare-and-set on MongoDB; FerretDB v1
+        # filters and writes in two steps, so this process also takes them in turn.
         async with self._changing.hold(order_id):
-            result = await self._orders.update_one(
-                {"_id": order_id, **_status_is(expected)},
-                {"$set": {"status": STATUS_NAMES[status], "complete": complete}},
+            document = await self._orders.find_one_and_update(
+                query, update, return_document=ReturnDocument.AFTER
             )
-        if result.matched_count == 0:
-            await self.get(order_id)  # NotFound when absent
+        if document is None:
+            await self.get_stored(order_id)  # NotFound when absent
             return None
-        return await self.get(order_id)
+        return stored_order_from_document(document)
+
+    async def unsettled(self, *, recorded_before: datetime, limit: int) -> list[StoredOrder]:
+        cursor = self._orders.find({STEP_AT_KEY: {"$lt": recorded_before}}).sort(STEP_AT_KEY, 1).limit(limit)
+        return [stored_order_from_document(document) async for document in cursor]
 
     async def find(
         self,
@@ -89,7 +151,7 @@ class MongoOrderStore:
         after_id: int,
         limit: int,
     ) -> list[order_pb2.Order]:
-        query: Document = {"_id": {"$gt": after_id}}
+        query: Document = {"_id": {"$gt": after_id}, **VISIBLE}
         if owner_user_id is not None:
             query["owner_user_id"] = owner_user_id
         if pet_id is not None:
@@ -101,6 +163,10 @@ class MongoOrderStore:
             query["$or"] = [_status_is(status) for status in sorted(wanted)]
         cursor = self._orders.find(query).sort("_id", 1).limit(limit)
         return [order_from_document(document) async for document in cursor]
+
+
+def _step_is(step: Step | None) -> Document:
+    return {STEP_KEY: step.value} if step is not None else {STEP_KEY: {"$exists": False}}
 
 
 def _status_is(status: Status) -> Document:

@@ -117,11 +117,29 @@ class PetStore(Protocol):
 
         A field absent in `pet` (no category, status unspecified) is removed from the stored pet.
         With `accepted_versions`, only when the stored version is one of them, checked
-        atomically with the write; FailedPrecondition (and no change) otherwise.
+        atomically with the write; FailedPrecondition (and no change) otherwise. Aborted when
+        an order holds the pet pending and the write changes its status; a change to a sold
+        pet's status ends its hold (petstore_pet.holds.staff_write).
         """
 
     async def delete(self, pet_id: int) -> None:
-        """Remove the pet and its images; NotFound when absent."""
+        """Remove the pet and its images; NotFound when absent, Aborted while an order holds it
+        pending."""
+
+    async def holder(self, pet_id: int) -> int | None:
+        """The id of the order that holds the pet (petstore_pet.holds), or None; NotFound when absent."""
+
+    async def reserve(self, pet_id: int, order_id: int) -> pet_pb2.Pet:
+        """Make an available pet pending, held by `order_id` (nothing changes when that order holds
+        it already); NotFound when absent, FailedPrecondition naming its state when not available."""
+
+    async def release(self, pet_id: int, order_id: int) -> bool:
+        """Make the pet available again if `order_id` holds it pending; whether this call did.
+        Anything else (absent, sold, held by another order or none) changes nothing."""
+
+    async def sell(self, pet_id: int, order_id: int) -> pet_pb2.Pet:
+        """Make the pet `order_id` holds sold, still held by it (nothing changes when it is sold to
+        it already); NotFound when absent, FailedPrecondition when the order does not hold it."""
 
     async def find(
         self, *, statuses: Collection[Status], tag_names: Collection[str], after_id: int, limit: int

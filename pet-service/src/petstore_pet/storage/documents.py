@@ -19,6 +19,9 @@ Document = dict[str, Any]
 
 
 _STATUS_BY_NAME: Mapping[str, Status] = {name: value for value, name in STATUS_NAMES.items()}
+HOLDER_KEY = "held_by_order"
+"""The id of the order that holds the pet (petstore_pet.holds); absent when none does. Not part
+of the Pet message: who ordered a pet is the order service's to tell."""
 
 
 def status_name(status: Status) -> str | None:
@@ -55,6 +58,13 @@ def pet_from_document(document: Mapping[str, Any]) -> pet_pb2.Pet:
     if category is not None:
         pet.category.CopyFrom(pet_pb2.Category(**_labelled_from_document(category)))
     return pet
+
+
+def hold_of(document: Mapping[str, Any]) -> tuple[Status, int | None]:
+    """The stored pet's status and the order that holds it, for petstore_pet.holds."""
+    holder = document.get(HOLDER_KEY)
+    status = _STATUS_BY_NAME.get(document.get("status", ""), pet_pb2.PET_STATUS_UNSPECIFIED)
+    return status, None if holder is None else int(holder)
 
 
 def image_to_document(image: PetImage) -> Document:

@@ -13,6 +13,7 @@ from petstore.pet.v1 import pet_pb2
 from petstore_common.errors import AlreadyExists, FailedPrecondition, NotFound
 from petstore_common.idempotency import MemoryIdempotencyStore
 from petstore_common.versions import FIRST_VERSION, check_version
+from petstore_pet import holds
 from petstore_pet.changes import ChangeHub, PetChange
 from petstore_pet.storage.base import (
     STATUS_NAMES,
@@ -31,6 +32,8 @@ class MemoryPetStore:
     def __init__(self) -> None:
         self._pets: dict[int, pet_pb2.Pet] = {}
         self._images: dict[str, PetImage] = {}
+        self._holders: dict[int, int] = {}
+        """Pet id -> the order that holds it (see petstore_pet.holds)."""
         self._last_assigned_id = 0
         self.idempotency = MemoryIdempotencyStore()
         self.changes = ChangeHub()
@@ -76,17 +79,50 @@ class MemoryPetStore:
         stored = self._stored(pet.id)
         check_version(stored.version, accepted_versions, f"pet {pet.id}")
         updated = apply_update(stored, pet, fields)
-        updated.version = stored.version + 1
-        self._pets[pet.id] = updated
-        self.changes.publish(PetChange(pet.id, updated.version))
-        return _copy(updated)
+        if holds.staff_write(pet.id, stored.status, self._holders.get(pet.id), new_status=updated.status):
+            del self._holders[pet.id]
+        return self._write(updated)
 
     async def delete(self, pet_id: int) -> None:
         stored = self._stored(pet_id)
+        holds.staff_write(pet_id, stored.status, self._holders.get(pet_id), new_status=None)
+        self._holders.pop(pet_id, None)
         del self._pets[pet_id]
         self.changes.publish(PetChange(pet_id, stored.version, deleted=True))
         for image_id in [i for i, image in self._images.items() if image.pet_id == pet_id]:
             del self._images[image_id]
+
+    async def holder(self, pet_id: int) -> int | None:
+        self._stored(pet_id)
+        return self._holders.get(pet_id)
+
+    async def reserve(self, pet_id: int, order_id: int) -> pet_pb2.Pet:
+        stored = self._stored(pet_id)
+        if not holds.reserve(pet_id, stored.status, self._holders.get(pet_id), order_id):
+            return _copy(stored)
+        self._holders[pet_id] = order_id
+        return self._write(_with_status(stored, holds.PENDING))
+
+    async def release(self, pet_id: int, order_id: int) -> bool:
+        stored = self._pets.get(pet_id)
+        if stored is None or not holds.release(stored.status, self._holders.get(pet_id), order_id):
+            return False
+        del self._holders[pet_id]
+        self._write(_with_status(stored, holds.AVAILABLE))
+        return True
+
+    async def sell(self, pet_id: int, order_id: int) -> pet_pb2.Pet:
+        stored = self._stored(pet_id)
+        if not holds.sell(pet_id, stored.status, self._holders.get(pet_id), order_id):
+            return _copy(stored)
+        return self._write(_with_status(stored, holds.SOLD))
+
+    def _write(self, updated: pet_pb2.Pet) -> pet_pb2.Pet:
+        """Store `updated` as the next version of its pet, and publish the change."""
+        updated.version = self._pets[updated.id].version + 1
+        self._pets[updated.id] = updated
+        self.changes.publish(PetChange(updated.id, updated.version))
+        return _copy(updated)
 
     async def find(
         self, *, statuses: Collection[Status], tag_names: Collection[str], after_id: int, limit: int
@@ -133,6 +169,12 @@ class MemoryPetStore:
             return self._pets[pet_id]
         except KeyError:
             raise NotFound(not_found(pet_id)) from None
+
+
+def _with_status(pet: pet_pb2.Pet, status: Status) -> pet_pb2.Pet:
+    changed = _copy(pet)
+    changed.status = status
+    return changed
 
 
 def _copy(pet: pet_pb2.Pet) -> pet_pb2.Pet:

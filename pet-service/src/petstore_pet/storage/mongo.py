@@ -7,16 +7,16 @@ evaluates an update's filter and its write in two steps).
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Callable, Collection
 
 from pymongo.asynchronous.database import AsyncDatabase
 
 from petstore.pet.v1 import pet_pb2
-from petstore_common.errors import AlreadyExists, FailedPrecondition, NotFound
+from petstore_common.errors import Aborted, AlreadyExists, FailedPrecondition, NotFound
 from petstore_common.idempotency import MongoIdempotencyStore
 from petstore_common.mongo import IdAllocator, KeyedLocks, insert_with_optional_id, ping, update_versioned
 from petstore_common.versions import FIRST_VERSION, VERSION_KEY
+from petstore_pet import holds
 from petstore_pet.storage.base import (
     PetImage,
     Status,
@@ -29,7 +29,9 @@ from petstore_pet.storage.base import (
 )
 from petstore_pet.storage.change_stream import MongoChangeFeed
 from petstore_pet.storage.documents import (
+    HOLDER_KEY,
     Document,
+    hold_of,
     image_from_document,
     image_to_document,
     pet_from_document,
@@ -87,15 +89,20 @@ class MongoPetStore:
         self, pet: pet_pb2.Pet, fields: Collection[str], *, accepted_versions: Collection[int] | None = None
     ) -> pet_pb2.Pet:
         document = pet_to_document(pet)
-        changes: dict[str, dict[str, Any]] = {}
         present = {field: document[field] for field in fields if field in document}
-        if absent := {field: "" for field in fields if field not in document}:
-            changes["$unset"] = absent
+        absent = {field: "" for field in fields if field not in document}
+
+        def change(stored: Document) -> Document:
+            new_status = apply_update(pet_from_document(stored), pet, fields).status
+            ends_hold = holds.staff_write(pet.id, *hold_of(stored), new_status=new_status)
+            unset = absent | ({HOLDER_KEY: ""} if ends_hold else {})
+            return {"$set": dict(present), **({"$unset": unset} if unset else {})}
+
         async with self._writing.hold(pet.id):
             stored, version = await update_versioned(
                 self._pets,
                 {"_id": pet.id},
-                lambda _stored: {**changes, "$set": dict(present)},
+                change,
                 missing=lambda: NotFound(not_found(pet.id)),
                 what=f"pet {pet.id}",
                 accepted_versions=accepted_versions,
@@ -106,10 +113,66 @@ class MongoPetStore:
 
     async def delete(self, pet_id: int) -> None:
         async with self._writing.hold(pet_id):
-            result = await self._pets.delete_one({"_id": pet_id})
+            stored = await self._pets.find_one({"_id": pet_id})
+            if stored is None:
+                raise NotFound(not_found(pet_id))
+            holds.staff_write(pet_id, *hold_of(stored), new_status=None)
+            # Deleted only as read: a reservation that got in since is not deleted under.
+            result = await self._pets.delete_one({"_id": pet_id, VERSION_KEY: stored.get(VERSION_KEY)})
         if result.deleted_count == 0:
-            raise NotFound(not_found(pet_id))
+            raise Aborted(f"pet {pet_id} is being changed by others; try again")
         await self._images.delete_many({"pet_id": pet_id})
+
+    async def holder(self, pet_id: int) -> int | None:
+        stored = await self._pets.find_one({"_id": pet_id}, projection={HOLDER_KEY: True})
+        if stored is None:
+            raise NotFound(not_found(pet_id))
+        return hold_of(stored)[1]
+
+    async def reserve(self, pet_id: int, order_id: int) -> pet_pb2.Pet:
+        def change(stored: Document) -> Document | None:
+            if not holds.reserve(pet_id, *hold_of(stored), order_id):
+                return None
+            return {"$set": {"status": status_name(holds.PENDING), HOLDER_KEY: order_id}}
+
+        return (await self._write_hold(pet_id, change))[0]
+
+    async def release(self, pet_id: int, order_id: int) -> bool:
+        def change(stored: Document) -> Document | None:
+            if not holds.release(*hold_of(stored), order_id):
+                return None
+            return {"$set": {"status": status_name(holds.AVAILABLE)}, "$unset": {HOLDER_KEY: ""}}
+
+        try:
+            _, released = await self._write_hold(pet_id, change)
+        except NotFound:
+            return False
+        return released
+
+    async def sell(self, pet_id: int, order_id: int) -> pet_pb2.Pet:
+        def change(stored: Document) -> Document | None:
+            if not holds.sell(pet_id, *hold_of(stored), order_id):
+                return None
+            return {"$set": {"status": status_name(holds.SOLD)}}
+
+        return (await self._write_hold(pet_id, change))[0]
+
+    async def _write_hold(
+        self, pet_id: int, change: Callable[[Document], Document | None]
+    ) -> tuple[pet_pb2.Pet, bool]:
+        """Apply a step of petstore_pet.holds as a versioned compare-and-set: the pet after it,
+        and whether the step wrote."""
+        async with self._writing.hold(pet_id):
+            stored, version = await update_versioned(
+                self._pets,
+                {"_id": pet_id},
+                change,
+                missing=lambda: NotFound(not_found(pet_id)),
+                what=f"pet {pet_id}",
+            )
+        if version == stored.get(VERSION_KEY, 0):
+            return pet_from_document(stored), False
+        return await self.get(pet_id), True
 
     async def find(
         self, *, statuses: Collection[Status], tag_names: Collection[str], after_id: int, limit: int

@@ -69,9 +69,13 @@ class OrderServiceServicer:
     """
 
     def CreateOrder(self, request, context):
-        """Stores a new order after checking that its pet exists: NOT_FOUND when the pet is absent,
-        UNAVAILABLE when the pet service cannot be asked, ALREADY_EXISTS when the id is taken,
-        PERMISSION_DENIED for an anonymous caller.
+        """Stores a new order and reserves its pet (PetService.ReservePet): NOT_FOUND when the pet is
+        absent, ALREADY_EXISTS when the pet is not available (another order holds it, or it is
+        sold: the message names its state) or the id is taken, UNAVAILABLE when the pet service
+        cannot be asked, PERMISSION_DENIED for an anonymous caller. Delivering the order sells the
+        pet; cancelling (deleting) a placed or approved order makes it available again. With the
+        classic rule (the service's ORDER_RESERVES_PET=false), or a pet service without ReservePet,
+        the order is stored once its pet exists, and reserves nothing.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

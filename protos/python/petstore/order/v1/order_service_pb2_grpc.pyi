@@ -36,9 +36,13 @@ class OrderServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> OrderServiceAsyncStub: ...
     CreateOrder: _grpc.UnaryUnaryMultiCallable[_order_service_pb2.CreateOrderRequest, _order_service_pb2.CreateOrderResponse]
-    """Stores a new order after checking that its pet exists: NOT_FOUND when the pet is absent,
-    UNAVAILABLE when the pet service cannot be asked, ALREADY_EXISTS when the id is taken,
-    PERMISSION_DENIED for an anonymous caller.
+    """Stores a new order and reserves its pet (PetService.ReservePet): NOT_FOUND when the pet is
+    absent, ALREADY_EXISTS when the pet is not available (another order holds it, or it is
+    sold: the message names its state) or the id is taken, UNAVAILABLE when the pet service
+    cannot be asked, PERMISSION_DENIED for an anonymous caller. Delivering the order sells the
+    pet; cancelling (deleting) a placed or approved order makes it available again. With the
+    classic rule (the service's ORDER_RESERVES_PET=false), or a pet service without ReservePet,
+    the order is stored once its pet exists, and reserves nothing.
     """
     GetOrder: _grpc.UnaryUnaryMultiCallable[_order_service_pb2.GetOrderRequest, _order_service_pb2.GetOrderResponse]
     """Returns one order; NOT_FOUND when absent or not the caller's."""
@@ -65,9 +69,13 @@ class OrderServiceAsyncStub(OrderServiceStub):
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     CreateOrder: _aio.UnaryUnaryMultiCallable[_order_service_pb2.CreateOrderRequest, _order_service_pb2.CreateOrderResponse]  # type: ignore[assignment]
-    """Stores a new order after checking that its pet exists: NOT_FOUND when the pet is absent,
-    UNAVAILABLE when the pet service cannot be asked, ALREADY_EXISTS when the id is taken,
-    PERMISSION_DENIED for an anonymous caller.
+    """Stores a new order and reserves its pet (PetService.ReservePet): NOT_FOUND when the pet is
+    absent, ALREADY_EXISTS when the pet is not available (another order holds it, or it is
+    sold: the message names its state) or the id is taken, UNAVAILABLE when the pet service
+    cannot be asked, PERMISSION_DENIED for an anonymous caller. Delivering the order sells the
+    pet; cancelling (deleting) a placed or approved order makes it available again. With the
+    classic rule (the service's ORDER_RESERVES_PET=false), or a pet service without ReservePet,
+    the order is stored once its pet exists, and reserves nothing.
     """
     GetOrder: _aio.UnaryUnaryMultiCallable[_order_service_pb2.GetOrderRequest, _order_service_pb2.GetOrderResponse]  # type: ignore[assignment]
     """Returns one order; NOT_FOUND when absent or not the caller's."""
@@ -97,9 +105,13 @@ class OrderServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _order_service_pb2.CreateOrderRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_order_service_pb2.CreateOrderResponse, _abc.Awaitable[_order_service_pb2.CreateOrderResponse]]:
-        """Stores a new order after checking that its pet exists: NOT_FOUND when the pet is absent,
-        UNAVAILABLE when the pet service cannot be asked, ALREADY_EXISTS when the id is taken,
-        PERMISSION_DENIED for an anonymous caller.
+        """Stores a new order and reserves its pet (PetService.ReservePet): NOT_FOUND when the pet is
+        absent, ALREADY_EXISTS when the pet is not available (another order holds it, or it is
+        sold: the message names its state) or the id is taken, UNAVAILABLE when the pet service
+        cannot be asked, PERMISSION_DENIED for an anonymous caller. Delivering the order sells the
+        pet; cancelling (deleting) a placed or approved order makes it available again. With the
+        classic rule (the service's ORDER_RESERVES_PET=false), or a pet service without ReservePet,
+        the order is stored once its pet exists, and reserves nothing.
         """
 
     @_abc_1.abstractmethod

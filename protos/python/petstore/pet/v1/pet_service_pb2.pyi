@@ -681,3 +681,151 @@ class FindExistingPetsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___FindExistingPetsResponse: _TypeAlias = FindExistingPetsResponse  # noqa: Y015
+
+@_typing.final
+class ReservePetRequest(_message.Message):
+    """The request of ReservePet."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PET_ID_FIELD_NUMBER: _builtins.int
+    ORDER_ID_FIELD_NUMBER: _builtins.int
+    pet_id: _builtins.int
+    """The pet to reserve."""
+    order_id: _builtins.int
+    """The order the pet is reserved for: the one order that may later sell or release it."""
+    def __init__(
+        self,
+        *,
+        pet_id: _builtins.int = ...,
+        order_id: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["order_id", b"order_id", "pet_id", b"pet_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReservePetRequest: _TypeAlias = ReservePetRequest  # noqa: Y015
+
+@_typing.final
+class ReservePetResponse(_message.Message):
+    """The response of ReservePet."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PET_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def pet(self) -> _pet_pb2.Pet:
+        """The pet as stored after the reservation."""
+
+    def __init__(
+        self,
+        *,
+        pet: _pet_pb2.Pet | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["pet", b"pet"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["pet", b"pet"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReservePetResponse: _TypeAlias = ReservePetResponse  # noqa: Y015
+
+@_typing.final
+class ReleasePetRequest(_message.Message):
+    """The request of ReleasePet."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PET_ID_FIELD_NUMBER: _builtins.int
+    ORDER_ID_FIELD_NUMBER: _builtins.int
+    pet_id: _builtins.int
+    """The pet to release."""
+    order_id: _builtins.int
+    """The order giving the pet up: the pet is released only when this order holds it."""
+    def __init__(
+        self,
+        *,
+        pet_id: _builtins.int = ...,
+        order_id: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["order_id", b"order_id", "pet_id", b"pet_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReleasePetRequest: _TypeAlias = ReleasePetRequest  # noqa: Y015
+
+@_typing.final
+class ReleasePetResponse(_message.Message):
+    """The response of ReleasePet."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RELEASED_FIELD_NUMBER: _builtins.int
+    released: _builtins.bool
+    """Whether this call made the pet available (false: the order did not hold a pending pet)."""
+    def __init__(
+        self,
+        *,
+        released: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["released", b"released"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReleasePetResponse: _TypeAlias = ReleasePetResponse  # noqa: Y015
+
+@_typing.final
+class SellPetRequest(_message.Message):
+    """The request of SellPet."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PET_ID_FIELD_NUMBER: _builtins.int
+    ORDER_ID_FIELD_NUMBER: _builtins.int
+    pet_id: _builtins.int
+    """The pet to sell."""
+    order_id: _builtins.int
+    """The order the pet is sold to: it must hold the pet."""
+    def __init__(
+        self,
+        *,
+        pet_id: _builtins.int = ...,
+        order_id: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["order_id", b"order_id", "pet_id", b"pet_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SellPetRequest: _TypeAlias = SellPetRequest  # noqa: Y015
+
+@_typing.final
+class SellPetResponse(_message.Message):
+    """The response of SellPet."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PET_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def pet(self) -> _pet_pb2.Pet:
+        """The pet as stored after the sale."""
+
+    def __init__(
+        self,
+        *,
+        pet: _pet_pb2.Pet | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["pet", b"pet"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["pet", b"pet"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SellPetResponse: _TypeAlias = SellPetResponse  # noqa: Y015

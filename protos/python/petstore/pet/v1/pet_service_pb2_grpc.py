@@ -85,6 +85,21 @@ class PetServiceStub:
                 request_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.FindExistingPetsRequest.SerializeToString,
                 response_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.FindExistingPetsResponse.FromString,
                 _registered_method=True)
+        self.ReservePet = channel.unary_unary(
+                '/petstore.pet.v1.PetService/ReservePet',
+                request_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.ReservePetRequest.SerializeToString,
+                response_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.ReservePetResponse.FromString,
+                _registered_method=True)
+        self.ReleasePet = channel.unary_unary(
+                '/petstore.pet.v1.PetService/ReleasePet',
+                request_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.ReleasePetRequest.SerializeToString,
+                response_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.ReleasePetResponse.FromString,
+                _registered_method=True)
+        self.SellPet = channel.unary_unary(
+                '/petstore.pet.v1.PetService/SellPet',
+                request_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.SellPetRequest.SerializeToString,
+                response_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.SellPetResponse.FromString,
+                _registered_method=True)
 
 
 class PetServiceServicer:
@@ -176,6 +191,35 @@ class PetServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReservePet(self, request, context):
+        """Reserves an available pet (a pet without a status counts as available) for an order: the
+        pet becomes pending, held by that order. Asked again for the order that holds the pet, it
+        changes nothing and answers the pet as it is (the order service retries). NOT_FOUND when
+        the pet is absent; FAILED_PRECONDITION, naming the pet's state, when it is not available.
+        Called by the order service only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReleasePet(self, request, context):
+        """Makes a pending pet available again, when the given order holds it; anything else
+        (another order holds it, it is sold, it is absent) changes nothing, so a late or repeated
+        release never frees a pet another order took since. Called by the order service only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SellPet(self, request, context):
+        """Sells the pet the given order holds: the pet becomes sold, still held by that order.
+        Asked again, it changes nothing. NOT_FOUND when the pet is absent; FAILED_PRECONDITION when
+        the order does not hold it. Called by the order service only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PetServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -228,6 +272,21 @@ def add_PetServiceServicer_to_server(servicer, server):
                     servicer.FindExistingPets,
                     request_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.FindExistingPetsRequest.FromString,
                     response_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.FindExistingPetsResponse.SerializeToString,
+            ),
+            'ReservePet': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReservePet,
+                    request_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.ReservePetRequest.FromString,
+                    response_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.ReservePetResponse.SerializeToString,
+            ),
+            'ReleasePet': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReleasePet,
+                    request_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.ReleasePetRequest.FromString,
+                    response_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.ReleasePetResponse.SerializeToString,
+            ),
+            'SellPet': grpc.unary_unary_rpc_method_handler(
+                    servicer.SellPet,
+                    request_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.SellPetRequest.FromString,
+                    response_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.SellPetResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -501,6 +560,87 @@ class PetService:
             '/petstore.pet.v1.PetService/FindExistingPets',
             petstore_dot_pet_dot_v1_dot_pet__service__pb2.FindExistingPetsRequest.SerializeToString,
             petstore_dot_pet_dot_v1_dot_pet__service__pb2.FindExistingPetsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReservePet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/petstore.pet.v1.PetService/ReservePet',
+            petstore_dot_pet_dot_v1_dot_pet__service__pb2.ReservePetRequest.SerializeToString,
+            petstore_dot_pet_dot_v1_dot_pet__service__pb2.ReservePetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReleasePet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/petstore.pet.v1.PetService/ReleasePet',
+            petstore_dot_pet_dot_v1_dot_pet__service__pb2.ReleasePetRequest.SerializeToString,
+            petstore_dot_pet_dot_v1_dot_pet__service__pb2.ReleasePetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SellPet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/petstore.pet.v1.PetService/SellPet',
+            petstore_dot_pet_dot_v1_dot_pet__service__pb2.SellPetRequest.SerializeToString,
+            petstore_dot_pet_dot_v1_dot_pet__service__pb2.SellPetResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -73,6 +73,23 @@ class PetServiceStub:
     else INVALID_ARGUMENT. A caller meeting UNIMPLEMENTED (a replica of an earlier release)
     asks GetPet instead.
     """
+    ReservePet: _grpc.UnaryUnaryMultiCallable[_pet_service_pb2.ReservePetRequest, _pet_service_pb2.ReservePetResponse]
+    """Reserves an available pet (a pet without a status counts as available) for an order: the
+    pet becomes pending, held by that order. Asked again for the order that holds the pet, it
+    changes nothing and answers the pet as it is (the order service retries). NOT_FOUND when
+    the pet is absent; FAILED_PRECONDITION, naming the pet's state, when it is not available.
+    Called by the order service only.
+    """
+    ReleasePet: _grpc.UnaryUnaryMultiCallable[_pet_service_pb2.ReleasePetRequest, _pet_service_pb2.ReleasePetResponse]
+    """Makes a pending pet available again, when the given order holds it; anything else
+    (another order holds it, it is sold, it is absent) changes nothing, so a late or repeated
+    release never frees a pet another order took since. Called by the order service only.
+    """
+    SellPet: _grpc.UnaryUnaryMultiCallable[_pet_service_pb2.SellPetRequest, _pet_service_pb2.SellPetResponse]
+    """Sells the pet the given order holds: the pet becomes sold, still held by that order.
+    Asked again, it changes nothing. NOT_FOUND when the pet is absent; FAILED_PRECONDITION when
+    the order does not hold it. Called by the order service only.
+    """
 
 @_typing.type_check_only
 class PetServiceAsyncStub(PetServiceStub):
@@ -118,6 +135,23 @@ class PetServiceAsyncStub(PetServiceStub):
     (the order service asks for every order waiting at once); at most 1,000 ids, each positive,
     else INVALID_ARGUMENT. A caller meeting UNIMPLEMENTED (a replica of an earlier release)
     asks GetPet instead.
+    """
+    ReservePet: _aio.UnaryUnaryMultiCallable[_pet_service_pb2.ReservePetRequest, _pet_service_pb2.ReservePetResponse]  # type: ignore[assignment]
+    """Reserves an available pet (a pet without a status counts as available) for an order: the
+    pet becomes pending, held by that order. Asked again for the order that holds the pet, it
+    changes nothing and answers the pet as it is (the order service retries). NOT_FOUND when
+    the pet is absent; FAILED_PRECONDITION, naming the pet's state, when it is not available.
+    Called by the order service only.
+    """
+    ReleasePet: _aio.UnaryUnaryMultiCallable[_pet_service_pb2.ReleasePetRequest, _pet_service_pb2.ReleasePetResponse]  # type: ignore[assignment]
+    """Makes a pending pet available again, when the given order holds it; anything else
+    (another order holds it, it is sold, it is absent) changes nothing, so a late or repeated
+    release never frees a pet another order took since. Called by the order service only.
+    """
+    SellPet: _aio.UnaryUnaryMultiCallable[_pet_service_pb2.SellPetRequest, _pet_service_pb2.SellPetResponse]  # type: ignore[assignment]
+    """Sells the pet the given order holds: the pet becomes sold, still held by that order.
+    Asked again, it changes nothing. NOT_FOUND when the pet is absent; FAILED_PRECONDITION when
+    the order does not hold it. Called by the order service only.
     """
 
 class PetServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -221,6 +255,41 @@ class PetServiceServicer(metaclass=_abc_1.ABCMeta):
         (the order service asks for every order waiting at once); at most 1,000 ids, each positive,
         else INVALID_ARGUMENT. A caller meeting UNIMPLEMENTED (a replica of an earlier release)
         asks GetPet instead.
+        """
+
+    @_abc_1.abstractmethod
+    def ReservePet(
+        self,
+        request: _pet_service_pb2.ReservePetRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_pet_service_pb2.ReservePetResponse, _abc.Awaitable[_pet_service_pb2.ReservePetResponse]]:
+        """Reserves an available pet (a pet without a status counts as available) for an order: the
+        pet becomes pending, held by that order. Asked again for the order that holds the pet, it
+        changes nothing and answers the pet as it is (the order service retries). NOT_FOUND when
+        the pet is absent; FAILED_PRECONDITION, naming the pet's state, when it is not available.
+        Called by the order service only.
+        """
+
+    @_abc_1.abstractmethod
+    def ReleasePet(
+        self,
+        request: _pet_service_pb2.ReleasePetRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_pet_service_pb2.ReleasePetResponse, _abc.Awaitable[_pet_service_pb2.ReleasePetResponse]]:
+        """Makes a pending pet available again, when the given order holds it; anything else
+        (another order holds it, it is sold, it is absent) changes nothing, so a late or repeated
+        release never frees a pet another order took since. Called by the order service only.
+        """
+
+    @_abc_1.abstractmethod
+    def SellPet(
+        self,
+        request: _pet_service_pb2.SellPetRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_pet_service_pb2.SellPetResponse, _abc.Awaitable[_pet_service_pb2.SellPetResponse]]:
+        """Sells the pet the given order holds: the pet becomes sold, still held by that order.
+        Asked again, it changes nothing. NOT_FOUND when the pet is absent; FAILED_PRECONDITION when
+        the order does not hold it. Called by the order service only.
         """
 
 def add_PetServiceServicer_to_server(servicer: PetServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
