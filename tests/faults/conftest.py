@@ -5,14 +5,20 @@ containers/ holds the same faults against the compose stack's containers: only
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import pytest
 from aiohttp import ClientSession, ClientTimeout, TCPConnector
 
+from petstore_devstack.ferretdb import launch_ferretdb
+from petstore_devstack.ports import free_port, wait_for_port
 from petstore_devstack.stack import Stack
 
 collect_ignore = [] if os.environ.get("PETSTORE_E2E_MODE") == "compose" else ["containers"]
@@ -63,3 +69,47 @@ async def session() -> AsyncIterator[ClientSession]:
     connector = TCPConnector(force_close=True)
     async with ClientSession(connector=connector, timeout=ClientTimeout(total=10)) as session:
         yield session
+
+
+@dataclass
+class Database:
+    """This test's own FerretDB, on a fixed port and data folder so it can come back as it was."""
+
+    data_dir: Path
+    port: int
+    log: IO[bytes]
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.process = launch_ferretdb(self.data_dir, self.port, self.log)
+        wait_for_port(self.port, timeout=30)
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()
+
+    def freeze(self) -> None:
+        """SIGSTOP: connections stay open and nothing is answered, as a hung server."""
+        assert self.process is not None
+        assert self.process.poll() is None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
+
+    @property
+    def uri(self) -> str:
+        return f"mongodb://127.0.0.1:{self.port}/"
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Iterator[Database]:
+    with (tmp_path / "ferretdb.log").open("wb") as log:
+        database = Database(tmp_path / "data", free_port(), log)
+        database.start()
+        try:
+            yield database
+        finally:
+            database.kill()

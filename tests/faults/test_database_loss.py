@@ -20,20 +20,16 @@ import contextlib
 import dataclasses
 import functools
 import signal
-import subprocess
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 from aiohttp import ClientSession
 
-from petstore_devstack.ferretdb import launch_ferretdb
-from petstore_devstack.ports import free_port, wait_for_port
 from petstore_devstack.stack import Stack
-from tests.faults.conftest import FAULT_ENV, STATIC_KEY, running_stack
+from tests.faults.conftest import FAULT_ENV, STATIC_KEY, Database, running_stack
 from tests.faults.load import Outcome, Request, SteadyLoad, create_pet, send, wait_for
 
 # The database is this test's own FerretDB (built by `make test` before pytest runs), which
@@ -44,50 +40,6 @@ SERVER_SELECTION_SECONDS = int(FAULT_ENV["MONGODB_TIMEOUT_MS"]) / 1000
 """How long a service waits for the database before answering UNAVAILABLE."""
 RECOVERY_SECONDS = 15.0
 """Services notice the database is back at their next server selection (well under this)."""
-
-
-@dataclass
-class Database:
-    """This test's own FerretDB, on a fixed port and data folder so it can come back as it was."""
-
-    data_dir: Path
-    port: int
-    log: IO[bytes]
-    process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.process = launch_ferretdb(self.data_dir, self.port, self.log)
-        wait_for_port(self.port, timeout=30)
-
-    def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait()
-
-    def freeze(self) -> None:
-        """SIGSTOP: connections stay open and nothing is answered, as a hung server."""
-        assert self.process is not None
-        assert self.process.poll() is None
-        self.process.send_signal(signal.SIGSTOP)
-
-    def thaw(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGCONT)
-
-    @property
-    def uri(self) -> str:
-        return f"mongodb://127.0.0.1:{self.port}/"
-
-
-@pytest.fixture
-def database(tmp_path: Path) -> Iterator[Database]:
-    with (tmp_path / "ferretdb.log").open("wb") as log:
-        database = Database(tmp_path / "data", free_port(), log)
-        database.start()
-        try:
-            yield database
-        finally:
-            database.kill()
 
 
 @pytest.fixture
