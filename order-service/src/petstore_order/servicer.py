@@ -90,7 +90,7 @@ class OrderServicer(order_service_pb2_grpc.OrderServiceServicer):
             if customer and _status(current) != PLACED:
                 raise FailedPrecondition(_not_cancellable(current))
             raise Aborted(f"order {current.id} is changing; retry")
-        return order_service_pb2.DeleteOrderResponse()
+        return order_service_pb2.DeleteOrderResponse(order=stored.order)
 
     async def UpdateOrderStatus(
         self, request: order_service_pb2.UpdateOrderStatusRequest, context: Context

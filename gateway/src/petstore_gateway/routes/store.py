@@ -28,7 +28,7 @@ from petstore_gateway.apidoc.schemas import (
 from petstore_gateway.bodies import read_body, respond, respond_message
 from petstore_gateway.errors import ApiError
 from petstore_gateway.idempotency import idempotency_key, replay_headers
-from petstore_gateway.keys import CLIENTS, PRINCIPAL
+from petstore_gateway.keys import CLIENTS, PET_CACHE, PRINCIPAL
 from petstore_gateway.operations import BODY_MEDIA_TYPES, Access, Operation
 from petstore_gateway.params import next_page_headers, page_request, parse_id, query_values
 from petstore_gateway.representations.inventory import INVENTORY, inventory_to_wire
@@ -61,14 +61,17 @@ async def get_inventory(request: web.Request) -> web.Response:
 async def place_order(request: web.Request) -> web.Response:
     key = idempotency_key(request)
     order = await read_body(request, ORDER, order_from_wire)
-    reply = await call(
-        request,
-        request.config_dict[CLIENTS].order.CreateOrder,
-        order_service_pb2.CreateOrderRequest(
-            order=order, caller=request[PRINCIPAL].caller(), idempotency_key=key
-        ),
-        service=SERVICE,
-    )
+    try:
+        reply = await call(
+            request,
+            request.config_dict[CLIENTS].order.CreateOrder,
+            order_service_pb2.CreateOrderRequest(
+                order=order, caller=request[PRINCIPAL].caller(), idempotency_key=key
+            ),
+            service=SERVICE,
+        )
+    finally:  # whatever the answer (an outage may hide a reservation): read-your-writes
+        pet_moved(request, order.pet_id)
     return respond(
         request, order_to_wire(reply.order), ORDER, headers=replay_headers(reply.idempotent_replay)
     )
@@ -123,6 +126,7 @@ async def update_order_status(request: web.Request) -> web.Response:
         ),
         service=SERVICE,
     )
+    pet_moved(request, reply.order.pet_id)  # delivered: sold
     return respond(request, order_to_wire(reply.order), ORDER)
 
 
@@ -139,13 +143,22 @@ async def get_order(request: web.Request) -> web.Response:
 
 async def delete_order(request: web.Request) -> web.Response:
     order_id = parse_id(request.match_info["orderId"], "orderId")
-    await call(
+    reply = await call(
         request,
         request.config_dict[CLIENTS].order.DeleteOrder,
         order_service_pb2.DeleteOrderRequest(id=order_id, caller=request[PRINCIPAL].caller()),
         service=SERVICE,
     )
+    pet_moved(request, reply.order.pet_id)  # released
     return respond_message(request, str(order_id))
+
+
+def pet_moved(request: web.Request, pet_id: int) -> None:
+    """An order's sale may have changed its pet (docs/sale.md): this gateway process drops its
+    cached pet before it answers, so the client reads its own writes; others follow the watch.
+    (0: unknown, from an order service of an earlier release.)"""
+    if pet_id:
+        request.config_dict[PET_CACHE].written(pet_id)
 
 
 OPERATIONS: tuple[Operation, ...] = (

@@ -175,12 +175,21 @@ class DeleteOrderResponse(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    ORDER_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def order(self) -> _order_pb2.Order:
+        """The order as it was when deleted (absent from a service of an earlier release): its pet
+        may have changed with it (a placed or approved order's pet is released).
+        """
+
     def __init__(
         self,
+        *,
+        order: _order_pb2.Order | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["order", b"order"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["order", b"order"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
