@@ -9,7 +9,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -19,12 +19,16 @@ from tests.e2e.conftest import runs_before
 from tests.e2e.test_pets import a_pet
 
 
-def sold_once(test: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
+def sold_once(test: TestT) -> TestT:
     """A test of the rule: both services must be of the release that has it."""
-    return pytest.mark.since("pet-service", "1.1.0")(pytest.mark.since("order-service", "1.1.0")(test))
+    marked: TestT = pytest.mark.since("pet-service", "1.1.0")(
+        pytest.mark.since("order-service", "1.1.0")(test)
+    )
+    return marked
 
 
 NOT_AVAILABLE = "only an available pet can be ordered"
+TestT = TypeVar("TestT", bound=Callable[..., Awaitable[None]])
 
 
 async def new_pet(api: Api, unique: str, **fields: Any) -> int:
