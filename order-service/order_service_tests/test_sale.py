@@ -331,3 +331,14 @@ async def test_racing_orders_for_one_pet_place_exactly_one() -> None:
         isinstance(result, AlreadyExists) for result in results if not isinstance(result, order_pb2.Order)
     )
     assert shop.pets.pets[1] == Pet(PENDING, placed[0].id)
+
+
+async def test_an_order_staff_place_delivered_sells_its_pet_at_once() -> None:
+    shop = a_shop(1)
+    delivered = order_pb2.Order(pet_id=1, quantity=1, status=DELIVERED, complete=True)
+
+    placed = await shop.sale.place(Reservation(shop.store.idempotency, None), delivered, budget_seconds=1)
+
+    assert placed.status == DELIVERED
+    assert shop.pets.pets[1] == Pet(SOLD, placed.id)
+    assert (await shop.store.get_stored(placed.id)).step is None

@@ -57,7 +57,8 @@ UNRESERVED_ORDERS = Counter(
 )
 RECOVERED_STEPS = Counter(
     "petstore_order_sale_steps_recovered_total",
-    "Steps of sales left unfinished (a crash, an outage) that recovery took.",
+    "Attempts by recovery at steps of sales left unfinished (a crash, an outage); one step is "
+    "attempted again each pass while the pet service cannot be reached.",
     ["step"],
 )
 FAILED_SALES = Counter(
@@ -125,10 +126,16 @@ class Sale:
             raise AlreadyExists(refusal.message) from None
         # Unavailable or cancelled: the step stays recorded, for a retry to resume or for
         # recovery to undo.
+        # Staff may place an order already delivered: its pet is sold at once.
+        selling = order.status == DELIVERED
         placed = await self._store.transition(
-            order.id, Transition(step_from=Step.RESERVE, step_to=None, holds_pet=True), at=self._clock()
+            order.id,
+            Transition(step_from=Step.RESERVE, step_to=Step.SELL if selling else None, holds_pet=True),
+            at=self._clock(),
         )
         if placed is not None:
+            if selling:
+                await self._sell(placed)
             return placed.order
         current = await self._store.get_stored(order.id)
         if current.step is None or current.step == Step.SELL:
