@@ -489,3 +489,37 @@ async def test_an_order_for_a_missing_pet_frees_its_key(
     placed = await stub.CreateOrder(keyed(order_pb2.Order(pet_id=missing, quantity=1), ANN), timeout=5)
 
     assert (placed.order.pet_id, placed.idempotent_replay) == (missing, False)
+
+
+async def test_a_customer_holds_a_bounded_number_of_open_orders(pets: PetBackend) -> None:
+    """One account cannot reserve the whole catalogue; a cancelled or delivered order makes room,
+    and staff are not bound."""
+    store = MemoryOrderStore()
+    ann = callers.customer(7)
+    pet_ids = [await pets.add_pet() for _ in range(4)]
+    async with grpc_pet_directory(pets.address, timeout_seconds=2) as directory:
+        running = await start_service(
+            build_definition(store, directory, max_open_orders_per_customer=2), local_settings()
+        )
+        try:
+            async with create_channel(f"127.0.0.1:{running.port}") as channel:
+                stub = order_service_pb2_grpc.OrderServiceStub(channel)
+                first, _ = [
+                    await create(stub, order_pb2.Order(pet_id=pet, quantity=1), ann) for pet in pet_ids[:2]
+                ]
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await create(stub, order_pb2.Order(pet_id=pet_ids[2], quantity=1), ann)
+                for _ in range(3):  # staff are not bound
+                    await create(stub, order_pb2.Order(pet_id=pet_ids[3], quantity=1))
+                await delete(stub, first.id, ann)
+                again = await create(stub, order_pb2.Order(pet_id=pet_ids[2], quantity=1), ann)
+        finally:
+            await running.stop(None)
+
+    assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert refused.value.details() == (
+        "a customer may have at most 2 open (placed or approved) orders: "
+        "cancel one, or wait for one to be delivered"
+    )
+    assert dict(refused.value.trailing_metadata() or ())["retry-after"] == "60"
+    assert again.owner_user_id == 7

@@ -14,7 +14,7 @@ from petstore_common.idempotency import DEFAULT_TTL_SECONDS
 from petstore_common.stores import StoreReadiness, open_store
 from petstore_order.pets import PetDirectory, grpc_pet_directory
 from petstore_order.sale import DEFAULT_RECOVER_AFTER_SECONDS, DEFAULT_RECOVERY_INTERVAL_SECONDS, Sale
-from petstore_order.servicer import OrderServicer
+from petstore_order.servicer import DEFAULT_MAX_OPEN_ORDERS, OrderServicer
 from petstore_order.settings import OrderSettings
 from petstore_order.storage.base import OrderStore
 from petstore_order.storage.memory import MemoryOrderStore
@@ -33,6 +33,7 @@ def build_definition(
     reserve_pets: bool = True,
     sale_recover_after_seconds: float = DEFAULT_RECOVER_AFTER_SECONDS,
     sale_recovery_interval_seconds: float = DEFAULT_RECOVERY_INTERVAL_SECONDS,
+    max_open_orders_per_customer: int = DEFAULT_MAX_OPEN_ORDERS,
 ) -> ServiceDefinition:
     """The order service over `store` and `pets`, for the shared server (tests use any of both),
     with the recovery of unfinished sales running while it serves.
@@ -41,7 +42,12 @@ def build_definition(
     read and deleted, and CreateOrder answers UNAVAILABLE by itself.
     """
     sale = Sale(store, pets, reserve_pets=reserve_pets, recover_after_seconds=sale_recover_after_seconds)
-    servicer = OrderServicer(store, sale, idempotency_ttl_seconds=idempotency_ttl_seconds)
+    servicer = OrderServicer(
+        store,
+        sale,
+        idempotency_ttl_seconds=idempotency_ttl_seconds,
+        max_open_orders=max_open_orders_per_customer,
+    )
 
     def register(server: grpc.aio.Server) -> None:
         order_service_pb2_grpc.add_OrderServiceServicer_to_server(servicer, server)
@@ -77,4 +83,5 @@ async def order_service(settings: OrderSettings) -> AsyncIterator[ServiceDefinit
             reserve_pets=settings.reserve_pets,
             sale_recover_after_seconds=settings.sale_recover_after_seconds,
             sale_recovery_interval_seconds=settings.sale_recovery_interval_seconds,
+            max_open_orders_per_customer=settings.max_open_orders_per_customer,
         )

@@ -24,7 +24,14 @@ import grpc
 from petstore.auth.v1 import caller_pb2
 from petstore.order.v1 import order_pb2, order_service_pb2, order_service_pb2_grpc
 from petstore_common.callers import MOVE_ORDER_STAFF_ONLY, customer_id, is_staff, require_staff
-from petstore_common.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from petstore_common.errors import (
+    Aborted,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+)
 from petstore_common.idempotency import DEFAULT_TTL_SECONDS, Idempotency, Reservation
 from petstore_common.paging import decode_page_token, encode_page_token, filter_fingerprint, page_size
 from petstore_order import validation
@@ -43,14 +50,23 @@ DELIVERED = order_pb2.ORDER_STATUS_DELIVERED
 NEXT_STATUS: dict[Status, Status] = {PLACED: APPROVED, APPROVED: DELIVERED}
 """The one move each status allows; delivered is the end."""
 MAX_STATUS_ATTEMPTS = 3
+OPEN: tuple[Status, ...] = (PLACED, APPROVED)
+DEFAULT_MAX_OPEN_ORDERS = 20
+OPEN_ORDERS_RETRY_AFTER_SECONDS = 60
 
 
 class OrderServicer(order_service_pb2_grpc.OrderServiceServicer):
     def __init__(
-        self, store: OrderStore, sale: Sale, *, idempotency_ttl_seconds: float = DEFAULT_TTL_SECONDS
+        self,
+        store: OrderStore,
+        sale: Sale,
+        *,
+        idempotency_ttl_seconds: float = DEFAULT_TTL_SECONDS,
+        max_open_orders: int = DEFAULT_MAX_OPEN_ORDERS,
     ) -> None:
         self._store = store
         self._sale = sale
+        self._max_open_orders = max_open_orders
         self._idempotency = Idempotency(store.idempotency, ttl_seconds=idempotency_ttl_seconds)
 
     async def CreateOrder(
@@ -67,6 +83,8 @@ class OrderServicer(order_service_pb2_grpc.OrderServiceServicer):
                 raise InvalidArgument(NEW_ORDER_FOR_CUSTOMERS)
 
         async def create(reservation: Reservation) -> order_service_pb2.CreateOrderResponse:
+            if owner is not None:
+                await self._check_open_orders(owner)
             stored = await self._sale.place(reservation, order, budget_seconds=context.time_remaining())
             return order_service_pb2.CreateOrderResponse(order=stored)
 
@@ -127,6 +145,22 @@ class OrderServicer(order_service_pb2_grpc.OrderServiceServicer):
         )
         next_token = encode_page_token(orders[size - 1].id, fingerprint) if len(orders) > size else ""
         return order_service_pb2.ListOrdersResponse(orders=orders[:size], next_page_token=next_token)
+
+    async def _check_open_orders(self, owner: int) -> None:
+        """A customer holds at most `max_open_orders` placed or approved orders (each holding a
+        pet): one account cannot reserve the whole catalogue. Checked before the order is
+        stored, not locked: racing orders of one customer may pass it together, a few over."""
+        if not self._max_open_orders:
+            return
+        open_orders = await self._store.find(
+            statuses=OPEN, pet_id=None, owner_user_id=owner, after_id=0, limit=self._max_open_orders
+        )
+        if len(open_orders) >= self._max_open_orders:
+            raise ResourceExhausted(
+                f"a customer may have at most {self._max_open_orders} open (placed or approved) orders: "
+                "cancel one, or wait for one to be delivered",
+                retry_after_seconds=OPEN_ORDERS_RETRY_AFTER_SECONDS,
+            )
 
     async def _visible_order(self, caller: caller_pb2.Caller, order_id: int) -> order_pb2.Order:
         """The order when this caller may see it; NotFound, exactly as for an absent order, when

@@ -6,8 +6,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from petstore_common.settings import ServiceSettings, SettingsError, env_float, env_str
+from petstore_common.settings import ServiceSettings, SettingsError, env_float, env_int, env_str
 from petstore_order.sale import DEFAULT_RECOVER_AFTER_SECONDS, DEFAULT_RECOVERY_INTERVAL_SECONDS
+from petstore_order.servicer import DEFAULT_MAX_OPEN_ORDERS
 
 DEFAULT_PORT = 50052
 DEFAULT_DATABASE = "petstore_order"
@@ -32,6 +33,8 @@ class OrderSettings:
     """A step of a sale left unfinished this long is finished or undone by recovery."""
     sale_recovery_interval_seconds: float = DEFAULT_RECOVERY_INTERVAL_SECONDS
     """How often recovery looks for such steps."""
+    max_open_orders_per_customer: int = DEFAULT_MAX_OPEN_ORDERS
+    """Placed or approved orders one customer may hold at once (0: no bound)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OrderSettings:
@@ -53,6 +56,9 @@ class OrderSettings:
             ),
             sale_recovery_interval_seconds=env_float(
                 env, "SALE_RECOVERY_INTERVAL_SECONDS", DEFAULT_RECOVERY_INTERVAL_SECONDS, minimum=0.1
+            ),
+            max_open_orders_per_customer=env_int(
+                env, "MAX_OPEN_ORDERS_PER_CUSTOMER", DEFAULT_MAX_OPEN_ORDERS
             ),
         )
 
