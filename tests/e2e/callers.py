@@ -56,6 +56,12 @@ def keys(api: Api, cast: Cast) -> dict[str, str | None]:
     return {"anonymous": None, "customer": cast.ann.token, "staff": api.static_key}
 
 
+async def new_pet(api: Api, unique: str) -> dict[str, Any]:
+    """An available pet of its own, created by staff: one to order. An order reserves its pet
+    (pending until the order is delivered or cancelled), so each live order needs its own."""
+    return parse(await api.send("POST", "/pet", a_pet(unique), JSON), JSON)
+
+
 async def make_cast(api: Api, unique: str) -> Cast:
-    pet = parse(await api.send("POST", "/pet", a_pet(unique), JSON), JSON)
+    pet = await new_pet(api, unique)
     return Cast(await sign_up(api, unique, "ann"), await sign_up(api, unique, "bob"), pet)

@@ -64,6 +64,12 @@ def pytest_configure(config: pytest.Config) -> None:
         )
 
 
+def runs_before(name: str, version: str) -> bool:
+    """Whether the deployable `name` runs a release older than `version` in this run: its
+    previous release, in the version-skew run where it is the one behind."""
+    return name == PREVIOUS and Version(previous_release(DEPLOYABLES[name]).version) < Version(version)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Skip, saying why, the tests of what the deployable running its previous release lacks."""
     if not PREVIOUS:
@@ -72,7 +78,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         for marker in item.iter_markers("since"):
             name, version = marker.args
-            if name == PREVIOUS and Version(previous.version) < Version(version):
+            if runs_before(name, version):
                 reason = f"{name} {previous.version} (its previous release) predates {version}"
                 item.add_marker(pytest.mark.skip(reason=reason))
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.callers import Cast, as_, keys
+from tests.e2e.callers import Cast, as_, keys, new_pet
 from tests.e2e.client import JSON, XML, Api, Reply, parse
 from tests.e2e.test_pet_catalogue import NO_KEY, failure, image_form, success_message
 from tests.e2e.test_pets import a_pet
@@ -132,19 +132,23 @@ async def test_a_customer_sees_and_deletes_only_its_own_orders(api: Api, cast: C
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-async def test_guessing_the_next_ids_finds_nothing(api: Api, cast: Cast, fmt: str) -> None:
+async def test_guessing_the_next_ids_finds_nothing(api: Api, cast: Cast, unique: str, fmt: str) -> None:
     """Ids are sequential: Bob's neighbours are Ann's orders, and he sees none of them."""
+    pets = [(await new_pet(api, f"{unique}-{i}"))["id"] for i in range(3)]  # an order reserves its pet
     bobs = parse(await place(api, cast.bob.token, cast.pet["id"]), JSON)
-    anns = [parse(await place(api, cast.ann.token, cast.pet["id"]), JSON)["id"] for _ in range(3)]
+    anns = [parse(await place(api, cast.ann.token, pet_id), JSON)["id"] for pet_id in pets]
     for order_id in range(bobs["id"] + 1, max(anns) + 1):
         reply = await as_(api, cast.bob.token, "GET", f"/store/order/{order_id}", fmt)
         assert reply.status == 404, (order_id, reply.text)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-async def test_staff_see_and_delete_any_order_and_own_none(api: Api, cast: Cast, fmt: str) -> None:
+async def test_staff_see_and_delete_any_order_and_own_none(
+    api: Api, cast: Cast, unique: str, fmt: str
+) -> None:
     anns = parse(await place(api, cast.ann.token, cast.pet["id"]), JSON)
-    staffs = parse(await place(api, api.static_key, cast.pet["id"], fmt), fmt)
+    other_pet = await new_pet(api, f"{unique}-staff")  # an order reserves its pet
+    staffs = parse(await place(api, api.static_key, other_pet["id"], fmt), fmt)
 
     staff_path = f"/store/order/{staffs['id']}"
     for customer in (cast.ann, cast.bob):  # an order staff placed belongs to no customer

@@ -20,7 +20,7 @@ from aiohttp import ClientSession, ClientTimeout
 
 from petstore_devstack.ports import free_port
 from petstore_devstack.stack import ProcessSpec, Stack
-from tests.e2e.callers import Cast, Customer, as_, sign_up
+from tests.e2e.callers import Cast, Customer, as_, new_pet, sign_up
 from tests.e2e.client import JSON, Api, Reply, parse
 from tests.e2e.conftest import E2E_MODE
 from tests.e2e.control import ProcessControl, StackControl
@@ -36,7 +36,9 @@ async def place_order(api: Api, token: str, pet_id: int, **fields: object) -> di
     return dict(reply.json)
 
 
-async def test_a_deleted_accounts_id_orders_and_keys_are_nobody_elses(api: Api, cast: Cast) -> None:
+async def test_a_deleted_accounts_id_orders_and_keys_are_nobody_elses(
+    api: Api, cast: Cast, unique: str
+) -> None:
     victim = cast.ann
     key = {"Idempotency-Key": f"k-{victim.username}"}
     order = await api.call(
@@ -59,10 +61,13 @@ async def test_a_deleted_accounts_id_orders_and_keys_are_nobody_elses(api: Api, 
 
     assert (await as_(api, token, "GET", f"/store/order/{order.json['id']}", JSON)).status == 404
     assert (await as_(api, token, "DELETE", f"/store/order/{order.json['id']}", JSON)).status == 404
+    # The old order still holds the cast's pet (an order reserves its pet): the key again, for
+    # another pet. Were the key the old account's, that would be refused as the key reused.
+    other_pet = await new_pet(api, f"{unique}-other")
     replay = await api.call(
         "POST",
         "/store/order",
-        body=json.dumps({"petId": cast.pet["id"], "quantity": 1}),
+        body=json.dumps({"petId": other_pet["id"], "quantity": 1}),
         content_type=JSON,
         api_key=token,
         headers=key,
@@ -83,10 +88,11 @@ async def test_an_id_sent_at_sign_up_reveals_nothing(api: Api, cast: Cast, uniqu
     assert me.json["id"] == cast.bob.user_id
 
 
-async def test_an_order_id_a_customer_sends_reveals_nothing(api: Api, cast: Cast) -> None:
+async def test_an_order_id_a_customer_sends_reveals_nothing(api: Api, cast: Cast, unique: str) -> None:
     bobs = await place_order(api, cast.bob.token, int(cast.pet["id"]))
     for sent in (bobs["id"], int(str(bobs["id"])) + 10_000_000):
-        anns = await place_order(api, cast.ann.token, int(cast.pet["id"]), id=sent)
+        pet = await new_pet(api, f"{unique}-{sent}")  # an order reserves its pet: one each
+        anns = await place_order(api, cast.ann.token, int(pet["id"]), id=sent)
         assert anns["id"] != sent  # not "order N already exists", not the id asked for
     still = await as_(api, cast.bob.token, "GET", f"/store/order/{bobs['id']}", JSON)
     assert parse(still, JSON) == bobs

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.callers import Cast, as_
+from tests.e2e.callers import Cast, as_, new_pet
 from tests.e2e.client import JSON, XML, Api, Reply, from_xml
 
 FORMATS = [JSON, XML]
@@ -38,20 +38,33 @@ async def listing(api: Api, key: str | None, query: str = "", fmt: str = JSON) -
 
 
 @pytest.fixture
-async def orders(api: Api, cast: Cast) -> dict[str, list[int]]:
-    """Ann's two orders, Bob's one, and one placed by staff, all for the cast's pet (each in the
-    order it was placed: with several order-service replicas, each drawing ids from blocks of
-    its own, a later order may have the smaller id)."""
-    pet_id = cast.pet["id"]
-    ann = [(await place(api, cast.ann.token, pet_id))["id"] for _ in range(2)]
-    bob = [(await place(api, cast.bob.token, pet_id))["id"]]
-    staff = [(await place(api, api.static_key, pet_id))["id"]]
+async def placed(api: Api, cast: Cast, unique: str) -> dict[str, list[dict[str, Any]]]:
+    """Ann's two orders, Bob's one, and one placed by staff, each for a pet of its own (an order
+    reserves its pet), the first for the cast's pet (each in the order it was placed: with
+    several order-service replicas, each drawing ids from blocks of its own, a later order may
+    have the smaller id)."""
+    pets = [cast.pet["id"]] + [(await new_pet(api, f"{unique}-{i}"))["id"] for i in range(1, 4)]
+    ann = [await place(api, cast.ann.token, pet_id) for pet_id in pets[:2]]
+    bob = [await place(api, cast.bob.token, pets[2])]
+    staff = [await place(api, api.static_key, pets[3])]
     return {"ann": ann, "bob": bob, "staff": staff}
+
+
+@pytest.fixture
+def orders(placed: dict[str, list[dict[str, Any]]]) -> dict[str, list[int]]:
+    """The ids of `placed`'s orders."""
+    return {who: [order["id"] for order in theirs] for who, theirs in placed.items()}
+
+
+@pytest.fixture
+def pet_of(placed: dict[str, list[dict[str, Any]]]) -> dict[int, int]:
+    """The pet of each of `placed`'s orders, by the order's id."""
+    return {order["id"]: order["petId"] for theirs in placed.values() for order in theirs}
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 async def test_a_customer_lists_its_own_orders_only(
-    api: Api, cast: Cast, orders: dict[str, list[int]], fmt: str
+    api: Api, cast: Cast, orders: dict[str, list[int]], pet_of: dict[int, int], fmt: str
 ) -> None:
     ann = orders_of(await listing(api, cast.ann.token, fmt=fmt), fmt)
     bob = orders_of(await listing(api, cast.bob.token, fmt=fmt), fmt)
@@ -60,7 +73,7 @@ async def test_a_customer_lists_its_own_orders_only(
     assert [order["id"] for order in bob] == orders["bob"]
     assert ann[0] == {
         "id": min(orders["ann"]),
-        "petId": cast.pet["id"],
+        "petId": pet_of[min(orders["ann"])],
         "quantity": 1,
         "status": "placed",
         "complete": False,
@@ -90,11 +103,15 @@ async def test_anonymous_and_logged_out_callers_get_401(
 
 
 async def test_staff_see_every_order_and_filter_by_username_status_and_pet(
-    api: Api, cast: Cast, orders: dict[str, list[int]]
+    api: Api, cast: Cast, orders: dict[str, list[int]], pet_of: dict[int, int]
 ) -> None:
-    pet = cast.pet["id"]
-    everything = orders_of(await listing(api, api.static_key, f"?petId={pet}"), JSON)
-    bobs = orders_of(await listing(api, api.static_key, f"?username={cast.bob.username}"), JSON)
+    every = orders["ann"] + orders["bob"] + orders["staff"]  # each for a pet of its own
+
+    async def ids(query: str) -> list[int]:
+        return [order["id"] for order in orders_of(await listing(api, api.static_key, query), JSON)]
+
+    by_pet = [await ids(f"?petId={pet_of[order_id]}") for order_id in every]
+    bobs = await ids(f"?username={cast.bob.username}")
     moved = await api.call(
         "PUT",
         f"/store/order/{orders['ann'][1]}",
@@ -102,32 +119,38 @@ async def test_staff_see_every_order_and_filter_by_username_status_and_pet(
         content_type=JSON,
         api_key=api.static_key,
     )
-    approved = orders_of(await listing(api, api.static_key, f"?petId={pet}&status=approved"), JSON)
-    either = orders_of(
-        await listing(api, api.static_key, f"?petId={pet}&status[]=approved&status[]=delivered"), JSON
-    )
+    approved = [await ids(f"?petId={pet_of[order_id]}&status=approved") for order_id in every]
+    either = [
+        await ids(f"?petId={pet_of[order_id]}&status[]=approved&status[]=delivered") for order_id in every
+    ]
     anns_placed = orders_of(await listing(api, cast.ann.token, "?status=placed"), JSON)
 
-    assert [o["id"] for o in everything] == sorted(orders["ann"] + orders["bob"] + orders["staff"])
-    assert [o["id"] for o in bobs] == orders["bob"]
+    assert by_pet == [[order_id] for order_id in every]
+    assert bobs == orders["bob"]
     assert moved.status == 200
-    assert [o["id"] for o in approved] == [orders["ann"][1]] == [o["id"] for o in either]
+    only_anns_second = [[order_id] if order_id == orders["ann"][1] else [] for order_id in every]
+    assert approved == only_anns_second == either
     assert [o["id"] for o in anns_placed] == [orders["ann"][0]]
 
 
-async def test_pages_follow_the_next_page_token(api: Api, cast: Cast, orders: dict[str, list[int]]) -> None:
-    pet = cast.pet["id"]
+async def test_pages_follow_the_next_page_token(
+    api: Api, cast: Cast, unique: str, orders: dict[str, list[int]]
+) -> None:
+    # Four orders of Ann's (two more, each for a pet of its own), a page each.
+    more = [(await new_pet(api, f"{unique}-more{i}"))["id"] for i in range(2)]
+    anns = orders["ann"] + [(await place(api, cast.ann.token, pet_id))["id"] for pet_id in more]
+    filtered = f"?username={cast.ann.username}&limit=1"
     seen: list[int] = []
-    query = f"?petId={pet}&limit=1"
+    query = filtered
     for _ in range(10):
         reply = await listing(api, api.static_key, query)
         seen += [order["id"] for order in orders_of(reply, JSON)]
         token = reply.headers.get("X-Next-Page-Token")
         if token is None:
             break
-        query = f"?petId={pet}&limit=1&pageToken={token}"
+        query = f"{filtered}&pageToken={token}"
 
-    assert seen == sorted(orders["ann"] + orders["bob"] + orders["staff"])
+    assert seen == sorted(anns)
 
 
 async def test_a_page_token_is_no_key_to_another_list(

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.callers import Cast, as_
+from tests.e2e.callers import Cast, as_, new_pet
 from tests.e2e.client import JSON, XML, Api, Reply, parse, to_xml
 from tests.e2e.test_pet_catalogue import NO_KEY, failure, success_message
 from tests.e2e.test_pets import a_pet
@@ -141,12 +141,15 @@ async def test_a_key_reused_with_another_body_is_422_and_changes_nothing(
     assert [pet["name"] for pet in await pets_tagged(api, f"tag-{unique}")] == [f"rex-{unique}"]
 
 
-async def test_keys_of_two_callers_never_collide(api: Api, cast: Cast) -> None:
-    key, order = a_key(), {"petId": cast.pet["id"], "quantity": 1}
+async def test_keys_of_two_callers_never_collide(api: Api, cast: Cast, unique: str) -> None:
+    # A pet each (an order reserves its pet): were the key shared, the second and third orders
+    # would be refused as the key reused with a different request, or replayed.
+    pets = [cast.pet, await new_pet(api, f"{unique}-bob"), await new_pet(api, f"{unique}-staff")]
+    key, orders = a_key(), [{"petId": pet["id"], "quantity": 1} for pet in pets]
 
-    anns = await post(api, "/store/order", order, JSON, key=key, api_key=cast.ann.token)
-    bobs = await post(api, "/store/order", order, JSON, key=key, api_key=cast.bob.token)
-    staffs = await post(api, "/store/order", order, JSON, key=key, api_key=api.static_key)
+    anns = await post(api, "/store/order", orders[0], JSON, key=key, api_key=cast.ann.token)
+    bobs = await post(api, "/store/order", orders[1], JSON, key=key, api_key=cast.bob.token)
+    staffs = await post(api, "/store/order", orders[2], JSON, key=key, api_key=api.static_key)
 
     assert [reply.status for reply in (anns, bobs, staffs)] == [200, 200, 200]
     assert len({reply.json["id"] for reply in (anns, bobs, staffs)}) == 3
@@ -178,9 +181,12 @@ async def test_a_refused_create_does_not_use_up_its_key(api: Api, cast: Cast) ->
 # --- the order lifecycle -------------------------------------------------------------------
 
 
-async def place(api: Api, cast: Cast, customer_key: str) -> dict[str, Any]:
+async def place(api: Api, cast: Cast, customer_key: str, pet: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An order of the cast's pet (or of `pet`: an order reserves its pet, so a second live
+    order needs a pet of its own)."""
+    pet_id = (pet or cast.pet)["id"]
     reply = await post(
-        api, "/store/order", {"petId": cast.pet["id"], "quantity": 1}, JSON, key=None, api_key=customer_key
+        api, "/store/order", {"petId": pet_id, "quantity": 1}, JSON, key=None, api_key=customer_key
     )
     order: dict[str, Any] = parse(reply, JSON)
     assert (order["status"], order["complete"]) == ("placed", False)
@@ -268,10 +274,10 @@ async def test_a_customers_new_order_is_always_placed_and_open(
 
 @pytest.mark.parametrize("fmt", FORMATS)
 async def test_a_customer_cancels_only_while_placed_and_staff_any_time(
-    api: Api, cast: Cast, fmt: str
+    api: Api, cast: Cast, unique: str, fmt: str
 ) -> None:
     placed = await place(api, cast, cast.ann.token)
-    approved = await place(api, cast, cast.ann.token)
+    approved = await place(api, cast, cast.ann.token, await new_pet(api, f"{unique}-2"))
     assert (await set_status(api, api.static_key, approved["id"], "approved", JSON)).status == 200
 
     cancelled = await as_(api, cast.ann.token, "DELETE", f"/store/order/{placed['id']}", fmt)
