@@ -19,6 +19,7 @@ def result(
     status_errors: int = 0,
     timeouts: int = 0,
     unexpected: int = 0,
+    exhausted: int = 0,
     stale_reads: int | None = None,
 ) -> WrkResult:
     """`rps` requests per second over 10 s."""
@@ -26,7 +27,7 @@ def result(
         requests=round(rps * 10),
         duration_s=10.0,
         bytes=1000,
-        errors=Errors(status=status_errors, timeout=timeouts, unexpected=unexpected),
+        errors=Errors(status=status_errors, timeout=timeouts, unexpected=unexpected, exhausted=exhausted),
         latency_us=Latency(100, p99_ms * 2000, 1000, 500, 900, 1000, 1500, p99_ms * 1000, p99_ms * 1500),
         stale_reads=stale_reads,
     )
@@ -130,11 +131,13 @@ def test_a_run_is_broken_without_successes_and_strictly_with_errors() -> None:
     erring = {"get_pet_json": result(100, status_errors=3)}
     assert report.broken(erring, BASELINE, strict=False) == []
     assert report.broken(erring, BASELINE, strict=True) == [
-        "get_pet_json: 3 errors (Errors(connect=0, read=0, write=0, status=3, timeout=0, unexpected=0))"
+        "get_pet_json: 3 errors (Errors(connect=0, read=0, write=0, status=3, timeout=0, unexpected=0,"
+        " exhausted=0))"
     ]
     revalidated_with_200 = {"get_pet_304": result(100, unexpected=2)}
     assert report.broken(revalidated_with_200, BASELINE, strict=True) == [
-        "get_pet_304: 2 errors (Errors(connect=0, read=0, write=0, status=0, timeout=0, unexpected=2))"
+        "get_pet_304: 2 errors (Errors(connect=0, read=0, write=0, status=0, timeout=0, unexpected=2,"
+        " exhausted=0))"
     ]
     stale = {"get_pet_mixed": result(100, stale_reads=1)}
     assert report.broken(stale, BASELINE, strict=False) == []
@@ -142,6 +145,17 @@ def test_a_run_is_broken_without_successes_and_strictly_with_errors() -> None:
     all_refused = {"post_pet": result(100, status_errors=1000)}
     assert report.broken(all_refused, BASELINE, strict=False) == ["post_pet: no successful response"]
     assert report.broken({}, result(0), strict=False) == ["baseline: no successful response"]
+
+
+def test_a_pool_that_ran_out_breaks_even_a_full_run() -> None:
+    # post_order's threads stopped early, having ordered every pet they were given: the figures
+    # are of less load than asked for, whatever the mode.
+    ran_out = {"post_order": result(1_000, status_errors=2, exhausted=2)}
+    for strict in (False, True):
+        problems = report.broken(ran_out, BASELINE, strict=strict)
+        assert problems[0].startswith("post_order: its pool of pets ran out (2 requests could not be made")
+    assert len(report.broken(ran_out, BASELINE, strict=True)) == 2  # and its errors
+    assert result(1_000, exhausted=2).errors.total == 2
 
 
 def run_results() -> report.RunResults:

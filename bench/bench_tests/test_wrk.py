@@ -82,6 +82,15 @@ def test_counts_unexpected_statuses_as_errors_not_successes() -> None:
     assert wrk.parse_result(WITH_ERRORS).errors.unexpected == 0  # absent: nothing expected
 
 
+def test_counts_requests_a_spent_pool_could_not_make_as_errors() -> None:
+    result = wrk.parse_result(WITH_ERRORS.replace('"timeout":3}', '"timeout":3,"exhausted":7}'))
+    assert result.errors.exhausted == 7
+    assert result.errors.total == 46 + 7
+    assert result.successes == 6336 - 40  # the placeholders answered are among the status errors
+    assert result.to_json()["errors"]["exhausted"] == 7
+    assert wrk.parse_result(WITH_ERRORS).errors.exhausted == 0  # absent: no pool
+
+
 def test_to_json_reports_milliseconds() -> None:
     document = wrk.parse_result(WRK_OUTPUT).to_json()
     assert document["requests_per_second"] == pytest.approx(25446.6, abs=0.1)

@@ -27,6 +27,12 @@ def pet_body(index: int) -> dict[str, Any]:
     }
 
 
+def orderable_pet_body(index: int) -> dict[str, Any]:
+    """The index-th pet of the order scenario's pool: available, so that an order can reserve it
+    (a pending or sold pet cannot be ordered)."""
+    return {**pet_body(index), "name": f"orderable-{index}", "status": "available"}
+
+
 def stored_pet(pet_id: int, index: int) -> dict[str, Any]:
     """The pet as the gateway answers it once stored under `pet_id`."""
     return {"id": pet_id, **pet_body(index)}
@@ -73,15 +79,11 @@ async def load(base_url: str, api_key: str, *, pets: int, users: int) -> LoadedD
     """Create `pets` pets and `users` users through the gateway (every check a client meets),
     then read every pet once."""
     limit = asyncio.Semaphore(LOAD_CONCURRENCY)
-    headers = {"Accept": "application/json", "api_key": api_key}
-    async with aiohttp.ClientSession(headers=headers) as session:
+    async with _session(api_key) as session:
 
-        async def post(path: str, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
-            async with limit, session.post(base_url + path, json=body) as response:
-                if response.status != 200:
-                    raise LoadError(f"POST {path} answered {response.status}: {await response.text()}")
-                reply: dict[str, Any] = await response.json()
-                return reply, response.headers.get("ETag", "")
+        async def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
+            async with limit:
+                return await _post(session, base_url + path, body)
 
         async def get_etag(pet_id: int) -> str:
             async with limit, session.get(f"{base_url}/pet/{pet_id}") as response:
@@ -92,7 +94,7 @@ async def load(base_url: str, api_key: str, *, pets: int, users: int) -> LoadedD
 
         created = await asyncio.gather(*(post("/pet", pet_body(index)) for index in range(pets)))
         await asyncio.gather(*(post("/user", user_body(index)) for index in range(users)))
-        pet_ids = tuple(int(pet["id"]) for pet, _ in created)
+        pet_ids = tuple(int(pet["id"]) for pet in created)
         # Every pet read once: the ETags the 304 scenario revalidates, and a gateway read cache
         # as full as after a while in service, so the scenarios measure a cached read rather
         # than the warm-up's misses. (With GATEWAY_WORKERS > 1 each read fills one worker's
@@ -103,3 +105,30 @@ async def load(base_url: str, api_key: str, *, pets: int, users: int) -> LoadedD
         usernames=tuple(username(index) for index in range(users)),
         pet_etags=etags,
     )
+
+
+async def load_orderable_pets(base_url: str, api_key: str, count: int) -> tuple[int, ...]:
+    """Create `count` available pets through the gateway, as `load` creates its pets; their ids,
+    the index-th pet's at index."""
+    ids = [0] * count
+    indexes = iter(range(count))
+    async with _session(api_key) as session:
+
+        async def worker() -> None:  # a few workers, not one task per pet: pools run to 10^4-10^5
+            for index in indexes:
+                ids[index] = int((await _post(session, f"{base_url}/pet", orderable_pet_body(index)))["id"])
+
+        await asyncio.gather(*(worker() for _ in range(min(LOAD_CONCURRENCY, count))))
+    return tuple(ids)
+
+
+def _session(api_key: str) -> aiohttp.ClientSession:
+    return aiohttp.ClientSession(headers={"Accept": "application/json", "api_key": api_key})
+
+
+async def _post(session: aiohttp.ClientSession, url: str, body: dict[str, Any]) -> dict[str, Any]:
+    async with session.post(url, json=body) as response:
+        if response.status != 200:
+            raise LoadError(f"POST {url} answered {response.status}: {await response.text()}")
+        reply: dict[str, Any] = await response.json()
+        return reply

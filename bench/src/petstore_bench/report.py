@@ -171,11 +171,18 @@ def evaluate(
 
 
 def broken(scenarios: Mapping[str, WrkResult], baseline: WrkResult | None, *, strict: bool) -> list[str]:
-    """Why the run itself failed: a scenario with no successful response, or (strict) any error,
-    an unexpected status among them, or a stale read."""
+    """Why the run itself failed: a scenario with no successful response, or whose pool of pets
+    ran out (its threads stopped early: the figures are not of the load asked for), or (strict)
+    any error, an unexpected status among them, or a stale read."""
     problems: list[str] = []
     measured = {**({BASELINE.key: baseline} if baseline is not None else {}), **scenarios}
     for key, result in measured.items():
+        if result.errors.exhausted:
+            problems.append(
+                f"{key}: its pool of pets ran out ({result.errors.exhausted} requests could not be made"
+                " and its wrk threads stopped early): raise the rate it is sized for"
+                " (petstore_bench.orderpool)"
+            )
         if result.successes == 0:
             problems.append(f"{key}: no successful response")
         elif strict and result.errors.total:

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from petstore_bench import data, mixed, procmem, wrk
+from petstore_bench import data, mixed, orderpool, procmem, wrk
 from petstore_bench.report import RunResults
 from petstore_bench.scenarios import BASELINE, BY_KEY, Scenario
 from petstore_devstack.ferretdb import running_ferretdb
@@ -280,6 +280,18 @@ def _drive_mixed(
     return Measured(result, cpu_ms, paired)
 
 
+def slicing(options: Options) -> tuple[int, int]:
+    """How a scenario's measured seconds are cut: (slices, seconds per slice)."""
+    slices = max(1, min(options.slices, options.load.seconds))
+    return slices, max(1, options.load.seconds // slices)
+
+
+def wrk_runs(options: Options) -> list[int]:
+    """The seconds of each wrk run of one scenario: the warm-up (if any), then each slice."""
+    slices, seconds = slicing(options)
+    return ([options.warmup_s] if options.warmup_s > 0 else []) + [seconds] * slices
+
+
 def gateway_workers(first: int, expected: int, *, limit_s: float = WORKERS_WAIT_S) -> dict[str, int]:
     """The other gateway processes the first (`first`) started: gateway.1, gateway.2, ... by pid
     order, once all `expected` are there (RuntimeError after `limit_s`)."""
@@ -300,29 +312,37 @@ def _drive(
     options: Options,
     *,
     baseline: Target | None = None,
+    pool: orderpool.OrderPool | None = None,
     around_measure: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext,
 ) -> Measured:
     """Warm up, then measure `scenario` in `options.slices` slices; with a `baseline`, each slice
     is followed by one of the baseline's of the same length, so that both see the same machine
     (a shared host's speed drifts by half over a minute: a baseline measured once, minutes
-    apart, would make every ratio a guess)."""
+    apart, would make every ratio a guess). With a `pool` (orders), each wrk run of the scenario
+    gets its own unused pets."""
     script = wrk.script_path(scenario.script)
+
+    def own_pets(seconds: int) -> Target:
+        return (
+            target if pool is None else dataclasses.replace(target, env={**target.env, **pool.take(seconds)})
+        )
+
     waited = settle(target.pids, limit_s=options.settle_s)
     if waited > 1:
         log(f"{scenario.key}: waited {waited:.1f}s for the previous scenario's requests to end")
     if options.warmup_s > 0:
         log(f"{scenario.key}: warm-up {options.warmup_s}s")
         warmup = dataclasses.replace(options.load, seconds=options.warmup_s)
-        wrk.run(wrk_binary, target.url, script, warmup, target.env)
-    slices = max(1, min(options.slices, options.load.seconds))
-    load = dataclasses.replace(options.load, seconds=max(1, options.load.seconds // slices))
+        wrk.run(wrk_binary, target.url, script, warmup, own_pets(warmup.seconds).env)
+    slices, slice_seconds = slicing(options)
+    load = dataclasses.replace(options.load, seconds=slice_seconds)
     paired = "" if baseline is None else f", taking turns with the baseline in {slices} slices"
     log(f"{scenario.key}: {load.seconds * slices}s at {options.load.connections} connections{paired}")
     mine, theirs = _Slices(), _Slices()
     lookups_before = _cache_lookups(target)
     with around_measure():
         for _ in range(slices):
-            mine.add(*_measure(wrk_binary, target, script, load))
+            mine.add(*_measure(wrk_binary, own_pets(load.seconds), script, load))
             if baseline is not None:
                 theirs.add(*_measure(wrk_binary, baseline, wrk.script_path(BASELINE.script), load))
     lookups = {
@@ -496,8 +516,19 @@ def _run_stack(
                             around_measure=profiled,
                         )
                     else:
+                        pool = (
+                            _load_order_pool(stack.base_url, api_key, options, info)
+                            if scenario.orders_pets
+                            else None
+                        )
                         results[key] = _drive(
-                            wrk_binary, target, scenario, options, baseline=baseline, around_measure=profiled
+                            wrk_binary,
+                            target,
+                            scenario,
+                            options,
+                            baseline=baseline,
+                            pool=pool,
+                            around_measure=profiled,
                         )
                 # "After the benchmark" means once the requests wrk left queued are answered
                 # (logins wait for a hashing thread), not while they still hold memory.
@@ -513,6 +544,33 @@ def _run_stack(
             "text": str(profile_output.with_suffix(".txt")),
         }
     return results, sampler.processes
+
+
+def order_rate_bound(options: Options) -> int:
+    """The orders/s the order scenario's pool is sized for, by store (as _database picks it)."""
+    if options.memory_store or os.environ.get("MONGODB_URI"):
+        return orderpool.ORDER_RATE_BOUND
+    return orderpool.FERRETDB_ORDER_RATE_BOUND
+
+
+def _load_order_pool(
+    base_url: str, api_key: str, options: Options, info: dict[str, Any]
+) -> orderpool.OrderPool:
+    """Available pets for the order scenario, enough for its warm-up and slices at the store's
+    rate bound (an order reserves its pet: none can be ordered twice)."""
+    runs, rate = wrk_runs(options), order_rate_bound(options)
+    size = orderpool.pool_size(runs, rate=rate)
+    log(
+        f"loading {size} available pets to order ({'+'.join(map(str, runs))}s of wrk runs"
+        f" at {rate} orders/s at most)"
+    )
+    started = time.monotonic()
+    pet_ids = asyncio.run(data.load_orderable_pets(base_url, api_key, size))
+    ids_file = options.results_dir / f"order-pets-{options.mode}.txt"
+    orderpool.write_ids(ids_file, pet_ids)
+    log(f"loaded {len(pet_ids)} pets to order in {time.monotonic() - started:.1f}s")
+    info["order_pool"] = {"pets": size, "orders_per_second_bound": rate}
+    return orderpool.OrderPool(ids_file, size, threads=options.load.threads, rate=rate)
 
 
 def _profiling(stack: Stack, name: str) -> Callable[[], contextlib.AbstractContextManager[None]]:

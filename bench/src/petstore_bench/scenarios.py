@@ -16,6 +16,9 @@ class Scenario:
     """One line for the README and --help."""
     driver: str = "wrk"
     """"wrk" (the Lua script drives it) or "mixed" (petstore_bench.mixed's aiohttp clients)."""
+    orders_pets: bool = False
+    """Each request orders (so reserves) a pet: the runner loads a pool of available pets for it
+    first, and hands every wrk run its own unused part (petstore_bench.orderpool)."""
 
 
 BASELINE = Scenario(
@@ -68,7 +71,10 @@ SCENARIOS: tuple[Scenario, ...] = (
         "post_order",
         "POST /v2/store/order",
         "post_order",
-        "two hops: gateway -> order service -> GetPet on the pet service, then the order insert",
+        "an order and its pet's reservation, each for a pet nobody ordered yet (a pool loaded"
+        " first): gateway -> order service (order stored) -> ReservePet on the pet service (the pet"
+        " pending, held by the order) -> order settled",
+        orders_pets=True,
     ),
     Scenario(
         "login",

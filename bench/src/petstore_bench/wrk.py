@@ -32,6 +32,10 @@ class Errors:
     unexpected: int = 0
     """Responses below 400 other than the status a script expects (report.lua's opt-in
     expect_status, e.g. a 200 where a revalidation must answer 304); 0 when not asked."""
+    exhausted: int = 0
+    """Requests a script could not make because its pets ran out (post_order.lua orders each
+    pet of its pool once): the thread sent a placeholder the gateway answers 404, itself counted
+    under status when answered, and stopped. 0 for scripts that draw from no pool."""
 
     @property
     def socket(self) -> int:
@@ -39,7 +43,7 @@ class Errors:
 
     @property
     def total(self) -> int:
-        return self.socket + self.status + self.unexpected
+        return self.socket + self.status + self.unexpected + self.exhausted
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +93,7 @@ class WrkResult:
                 "status": self.errors.status,
                 "timeout": self.errors.timeout,
                 "unexpected": self.errors.unexpected,
+                "exhausted": self.errors.exhausted,
                 "total": self.errors.total,
             },
             "latency_ms": {
@@ -99,6 +104,10 @@ class WrkResult:
         if self.stale_reads is not None:
             document["stale_reads"] = self.stale_reads
         return document
+
+
+OPTIONAL = ("unexpected", "exhausted")
+"""The result line's error counts that report.lua adds to wrk's own."""
 
 
 def parse_result(output: str) -> WrkResult:
@@ -114,8 +123,9 @@ def parse_result(output: str) -> WrkResult:
             duration_s=int(data["duration_us"]) / 1_000_000,
             bytes=int(data["bytes"]),
             errors=Errors(
-                **{name: int(errors[name]) for name in Errors.__dataclass_fields__ if name != "unexpected"},
-                unexpected=int(errors.get("unexpected", 0)),  # absent: the script expects no status
+                **{name: int(errors[name]) for name in Errors.__dataclass_fields__ if name not in OPTIONAL},
+                # absent (a result line of an older report.lua): nothing expected, no pool
+                **{name: int(errors.get(name, 0)) for name in OPTIONAL},
             ),
             latency_us=Latency(**{name: float(latency[name]) for name in Latency.__dataclass_fields__}),
         )

@@ -48,18 +48,23 @@ function M.pick_at_random(requests)
   end
 end
 
--- Opt-in: count every response below 400 whose status is not `code` (wrk counts only statuses
--- of 400 and more as errors, so a 200 where a 304 is due would pass unseen). Call it at the top
--- level of a scenario script: each wrk thread loads the script into its own Lua state and
--- counts in its global bench_unexpected; setup() (main state) keeps the threads, and done()
--- sums their counts with thread:get into errors.unexpected.
+-- Each wrk thread loads the script into its own Lua state. setup() runs in the main state, once
+-- per thread before that thread's init(): it keeps the threads, so that done() can sum their
+-- counters (thread:get), and numbers them: a thread's global bench_thread is 1, 2, ...
+-- (post_order.lua takes its share of the pets by it). A script defining its own setup() loses both.
 local threads = {}
 
+function setup(thread)
+  threads[#threads + 1] = thread
+  thread:set("bench_thread", #threads)
+end
+
+-- Opt-in: count every response below 400 whose status is not `code` (wrk counts only statuses
+-- of 400 and more as errors, so a 200 where a 304 is due would pass unseen). Call it at the top
+-- level of a scenario script: each thread counts in its global bench_unexpected, and done()
+-- sums the counts into errors.unexpected.
 function M.expect_status(code)
   bench_unexpected = 0
-  function setup(thread)
-    threads[#threads + 1] = thread
-  end
   function response(status, headers, body)
     if status ~= code and status < 400 then
       bench_unexpected = bench_unexpected + 1
@@ -67,10 +72,11 @@ function M.expect_status(code)
   end
 end
 
-local function unexpected()
+-- The sum over the threads of a counter each keeps in a global (0 where it has none).
+local function summed(name)
   local total = 0
   for _, thread in ipairs(threads) do
-    total = total + (tonumber(thread:get("bench_unexpected")) or 0)
+    total = total + (tonumber(thread:get(name)) or 0)
   end
   return total
 end
@@ -89,11 +95,12 @@ function M.done(summary, latency, requests)
   end
   io.write(M.RESULT_MARKER, string.format(
     '{"requests":%d,"duration_us":%d,"bytes":%d,'
-      .. '"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d,"unexpected":%d},'
+      .. '"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d,"unexpected":%d,'
+      .. '"exhausted":%d},'
       .. '"latency_us":{"min":%d,"max":%d,"mean":%.1f,"stdev":%.1f,'
       .. '"p50":%d,"p75":%d,"p90":%d,"p99":%d,"p999":%d}}\n',
     summary.requests, summary.duration, summary.bytes,
-    e.connect, e.read, e.write, e.status, e.timeout, unexpected(),
+    e.connect, e.read, e.write, e.status, e.timeout, summed("bench_unexpected"), summed("bench_exhausted"),
     min, max, mean, stdev,
     percentile(50), percentile(75), percentile(90), percentile(99), percentile(99.9)
   ))
