@@ -201,7 +201,7 @@ lost round means another writer got in between, which a few more rounds outlast.
 async def update_versioned(
     collection: AsyncCollection[Document],
     query: Document,
-    build: Callable[[Document], Document | None],
+    build: Callable[[Document], Document],
     *,
     missing: Callable[[], ServiceError],
     what: str,
@@ -211,8 +211,7 @@ async def update_versioned(
     raised when none), check its version against `accepted_versions` (If-Match), and write
     `build(stored)` with the version bumped only if nobody wrote since the read; another round
     when somebody did. Returns the document as it was read and the version written, so what is
-    stored is exactly that document with the update applied. A `build` that returns None has
-    nothing to write: the document is returned as read, with its version unchanged."""
+    stored is exactly that document with the update applied."""
     for _ in range(MAX_UPDATE_ATTEMPTS):
         stored = await collection.find_one(query)
         if stored is None:
@@ -220,8 +219,6 @@ async def update_versioned(
         version = int(stored.get(VERSION_KEY, 0))
         check_version(version, accepted_versions, what)
         update = build(stored)
-        if update is None:
-            return stored, version
         update["$set"] = {**update.get("$set", {}), VERSION_KEY: version + 1}
         unchanged = {**query, VERSION_KEY: stored.get(VERSION_KEY, {"$exists": False})}
         if (await collection.update_one(unchanged, update)).matched_count == 1:

@@ -10,8 +10,9 @@ While an order holds a pending pet, its status is the order's: staff may edit th
 change its status or delete it (ABORTED, naming the order; the order is cancelled or delivered
 first). A sold pet is the staff's again: changing its status or deleting it ends the hold.
 
-Each function decides one step from the stored status and holder; both stores apply its
-decision in one write, conditional on what was read.
+Each function decides one step from the stored status and holder: the embedded store applies
+it as it is; the MongoDB store writes each step in one update whose filter is the step's
+condition, and reads the pet only when that does not match, to say why.
 """
 
 from __future__ import annotations
@@ -26,9 +27,13 @@ SOLD = pet_pb2.PET_STATUS_SOLD
 UNSPECIFIED = pet_pb2.PET_STATUS_UNSPECIFIED
 
 
+RESERVABLE: tuple[Status, ...] = (UNSPECIFIED, AVAILABLE)
+"""The statuses of a pet an order may reserve (when no order holds it)."""
+
+
 def is_available(status: Status, holder: int | None) -> bool:
     """Whether an order may reserve the pet."""
-    return holder is None and status in (UNSPECIFIED, AVAILABLE)
+    return holder is None and status in RESERVABLE
 
 
 def reserve(pet_id: int, status: Status, holder: int | None, order_id: int) -> bool:

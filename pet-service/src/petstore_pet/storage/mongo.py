@@ -9,12 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
+from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
 from petstore.pet.v1 import pet_pb2
 from petstore_common.errors import Aborted, AlreadyExists, FailedPrecondition, NotFound
 from petstore_common.idempotency import MongoIdempotencyStore
-from petstore_common.mongo import IdAllocator, KeyedLocks, insert_with_optional_id, ping, update_versioned
+from petstore_common.mongo import (
+    MAX_UPDATE_ATTEMPTS,
+    IdAllocator,
+    KeyedLocks,
+    insert_with_optional_id,
+    ping,
+    update_versioned,
+)
 from petstore_common.versions import FIRST_VERSION, VERSION_KEY
 from petstore_pet import holds
 from petstore_pet.storage.base import (
@@ -130,49 +138,61 @@ class MongoPetStore:
         return hold_of(stored)[1]
 
     async def reserve(self, pet_id: int, order_id: int) -> pet_pb2.Pet:
-        def change(stored: Document) -> Document | None:
-            if not holds.reserve(pet_id, *hold_of(stored), order_id):
-                return None
-            return {"$set": {"status": status_name(holds.PENDING), HOLDER_KEY: order_id}}
-
-        return (await self._write_hold(pet_id, change))[0]
+        reservable = {
+            HOLDER_KEY: {"$exists": False},
+            "$or": [_status_is(status) for status in holds.RESERVABLE],
+        }
+        reserved = {"$set": {"status": status_name(holds.PENDING), HOLDER_KEY: order_id}}
+        pet, _ = await self._hold_step(
+            pet_id,
+            reservable,
+            reserved,
+            lambda status, holder: holds.reserve(pet_id, status, holder, order_id),
+        )
+        return pet
 
     async def release(self, pet_id: int, order_id: int) -> bool:
-        def change(stored: Document) -> Document | None:
-            if not holds.release(*hold_of(stored), order_id):
-                return None
-            return {"$set": {"status": status_name(holds.AVAILABLE)}, "$unset": {HOLDER_KEY: ""}}
-
+        held = {HOLDER_KEY: order_id, **_status_is(holds.PENDING)}
+        released = {"$set": {"status": status_name(holds.AVAILABLE)}, "$unset": {HOLDER_KEY: ""}}
         try:
-            _, released = await self._write_hold(pet_id, change)
+            _, wrote = await self._hold_step(
+                pet_id, held, released, lambda status, holder: holds.release(status, holder, order_id)
+            )
         except NotFound:
             return False
-        return released
+        return wrote
 
     async def sell(self, pet_id: int, order_id: int) -> pet_pb2.Pet:
-        def change(stored: Document) -> Document | None:
-            if not holds.sell(pet_id, *hold_of(stored), order_id):
-                return None
-            return {"$set": {"status": status_name(holds.SOLD)}}
+        held = {HOLDER_KEY: order_id, "status": {"$ne": status_name(holds.SOLD)}}
+        sold = {"$set": {"status": status_name(holds.SOLD)}}
+        pet, _ = await self._hold_step(
+            pet_id, held, sold, lambda status, holder: holds.sell(pet_id, status, holder, order_id)
+        )
+        return pet
 
-        return (await self._write_hold(pet_id, change))[0]
-
-    async def _write_hold(
-        self, pet_id: int, change: Callable[[Document], Document | None]
+    async def _hold_step(
+        self, pet_id: int, condition: Document, change: Document, decide: Callable[[Status, int | None], bool]
     ) -> tuple[pet_pb2.Pet, bool]:
-        """Apply a step of petstore_pet.holds as a versioned compare-and-set: the pet after it,
-        and whether the step wrote."""
+        """One step of petstore_pet.holds in one write filtered on the step's `condition`, the
+        version moved on with it: the pet after it, and whether it wrote. When the condition does
+        not hold, the stored pet says why (`decide` raises) or that nothing is to be done; the
+        common case is one database round trip."""
         async with self._writing.hold(pet_id):
-            stored, version = await update_versioned(
-                self._pets,
-                {"_id": pet_id},
-                change,
-                missing=lambda: NotFound(not_found(pet_id)),
-                what=f"pet {pet_id}",
-            )
-        if version == stored.get(VERSION_KEY, 0):
-            return pet_from_document(stored), False
-        return await self.get(pet_id), True
+            for _ in range(MAX_UPDATE_ATTEMPTS):
+                written = await self._pets.find_one_and_update(
+                    {"_id": pet_id, **condition},
+                    {**change, "$inc": {VERSION_KEY: 1}},
+                    return_document=ReturnDocument.AFTER,
+                )
+                if written is not None:
+                    return pet_from_document(written), True
+                stored = await self._pets.find_one({"_id": pet_id})
+                if stored is None:
+                    raise NotFound(not_found(pet_id))
+                if not decide(*hold_of(stored)):
+                    return pet_from_document(stored), False
+                # Possible after all: another replica changed the pet in between. Again.
+        raise Aborted(f"pet {pet_id} is being changed by others; try again")
 
     async def find(
         self, *, statuses: Collection[Status], tag_names: Collection[str], after_id: int, limit: int
@@ -233,3 +253,9 @@ class MongoPetStore:
     async def _require_pet(self, pet_id: int) -> None:
         if await self._pets.find_one({"_id": pet_id}, projection={"_id": 1}) is None:
             raise NotFound(not_found(pet_id))
+
+
+def _status_is(status: Status) -> Document:
+    """Matches a stored pet with this status (an unspecified one is stored as absent)."""
+    name = status_name(status)
+    return {"status": name} if name is not None else {"status": {"$exists": False}}
