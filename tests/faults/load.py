@@ -1,10 +1,13 @@
 """Steady background load for the fault tests: a few workers cycling through requests and
-recording every outcome, including the ones that never got an HTTP answer."""
+recording every outcome, including the ones that never got an HTTP answer. An order reserves
+its pet, and a pet is ordered once (docs/sale.md), so a test that places orders gives each its
+own pet: `create_pets` makes them up front, `order_requests` one order for each."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +48,12 @@ class Outcome:
 
 @dataclass
 class SteadyLoad:
-    """`async with SteadyLoad(session, requests):` runs `workers` loops until the block ends."""
+    """`async with SteadyLoad(session, requests):` runs `workers` loops until the block ends.
+
+    The workers take the requests in turn from one shared cursor, so each request is sent once
+    per pass over the list: a list of distinct orders (each of its own pet) sends every order
+    once, as long as the load does not wrap around (`wrapped`; size such a list with
+    `most_requests`)."""
 
     session: ClientSession
     requests: Sequence[Request]
@@ -54,9 +62,10 @@ class SteadyLoad:
     outcomes: list[Outcome] = field(default_factory=list)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _stopping: bool = False
+    _taken: int = 0
 
     async def __aenter__(self) -> SteadyLoad:
-        self._tasks = [asyncio.create_task(self._work(offset)) for offset in range(self.workers)]
+        self._tasks = [asyncio.create_task(self._work()) for _ in range(self.workers)]
         return self
 
     async def __aexit__(
@@ -68,12 +77,28 @@ class SteadyLoad:
     def between(self, start: float, end: float, name: str | None = None) -> list[Outcome]:
         return [o for o in self.outcomes if start <= o.started < end and (name is None or o.request == name)]
 
-    async def _work(self, offset: int) -> None:
-        turn = offset
+    @property
+    def taken(self) -> int:
+        """How many requests the workers have taken from the list (sent or being sent)."""
+        return self._taken
+
+    @property
+    def wrapped(self) -> bool:
+        """Whether some request of the list was taken a second time."""
+        return self._taken > len(self.requests)
+
+    async def _work(self) -> None:
         while not self._stopping:
-            self.outcomes.append(await send(self.session, self.requests[turn % len(self.requests)]))
-            turn += 1
+            request = self.requests[self._taken % len(self.requests)]
+            self._taken += 1
+            self.outcomes.append(await send(self.session, request))
             await asyncio.sleep(self.pause_seconds)
+
+
+def most_requests(seconds: float, workers: int = 4, pause_seconds: float = 0.02) -> int:
+    """The most requests a SteadyLoad of `workers` can take in `seconds`: each worker pauses
+    `pause_seconds` after every answer, so however fast the answers, it sends no more."""
+    return math.ceil(seconds * workers / pause_seconds) + workers
 
 
 async def send(session: ClientSession, request: Request) -> Outcome:
@@ -102,6 +127,32 @@ async def create_pet(session: ClientSession, base: str, api_key: str, name: str 
     )
     assert created.status == 200, created
     return created
+
+
+async def create_pets(
+    session: ClientSession, base: str, api_key: str, count: int, name: str = "pool", at_once: int = 16
+) -> list[int]:
+    """`count` new pets (each asserted), `at_once` created at a time: pets nobody has ordered,
+    one for each order a test will place. Named `name` and their number, without a status."""
+    slots = asyncio.Semaphore(at_once)
+
+    async def one(number: int) -> int:
+        async with slots:
+            created = await create_pet(session, base, api_key, f"{name} {number}")
+        pet_id: int = created.body["id"]
+        return pet_id
+
+    return list(await asyncio.gather(*(one(number) for number in range(count))))
+
+
+def order_requests(
+    base: str, api_key: str, pet_ids: Sequence[int], name: str = "order", **body: Any
+) -> list[Request]:
+    """One order (POST /store/order, all named `name`) for each pet of `pet_ids`, with `body`
+    besides its petId."""
+    return [
+        Request(name, "POST", f"{base}/store/order", {"petId": pet_id, **body}, api_key) for pet_id in pet_ids
+    ]
 
 
 async def wait_for(session: ClientSession, request: Request, status: int, within: float) -> float:

@@ -10,7 +10,10 @@ And a crash run with keys: eight writers, each retrying one create after another
 Idempotency-Key until it is 200, while the database is killed and restarted and then frozen
 past the gateway's deadline and thawed. Nothing acknowledged is lost, nothing is made twice (one
 pet or order per key, with the id its 200 gave), and no key answers 409 more than a second
-(plus a stated margin) after its attempt died or the database answered again."""
+(plus a stated margin) after its attempt died or the database answered again.
+
+An order reserves its pet and a pet is ordered once (docs/sale.md): every order here is of a pet
+nobody ordered before, so a 409 can only be its key's."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import functools
 import signal
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +34,7 @@ from aiohttp import ClientSession
 
 from petstore_devstack.stack import Stack
 from tests.faults.conftest import FAULT_ENV, STATIC_KEY, Database, running_stack
-from tests.faults.load import Outcome, Request, SteadyLoad, create_pet, send, wait_for
+from tests.faults.load import Outcome, Request, SteadyLoad, create_pet, create_pets, send, wait_for
 
 # The database is this test's own FerretDB (built by `make test` before pytest runs), which
 # it kills: a server given by MONGODB_URI is not ours to kill.
@@ -212,17 +216,18 @@ async def warm_up(session: ClientSession, base: str) -> None:
     assert reply.status == 200, reply
 
 
-async def pet_with_an_order(session: ClientSession, base: str) -> Outcome:
-    """A pet, and an order of it without a key: the order service's channel to the pet service
-    is connected before the test stops the pet service. (A first connection to a stopped pet
-    service fails its look-up as UNAVAILABLE within half a second; a connected one waits for
-    the deadline, which leaves the test time to act while the attempt is at work.)"""
-    pet = await create_pet(session, base, STATIC_KEY)
+async def pet_after_an_order(session: ClientSession, base: str) -> Outcome:
+    """A pet nobody has ordered, once another pet was ordered without a key: the order service's
+    channel to the pet service is connected before the test stops the pet service. (A first
+    connection to a stopped pet service fails its reservation as UNAVAILABLE within half a
+    second; a connected one waits for the deadline, which leaves the test time to act while the
+    attempt is at work.) The pet of that order is pending now, so the test's order is of another."""
+    ordered = await create_pet(session, base, STATIC_KEY, "Ordered")
     order = await send(
-        session, Request("order", "POST", f"{base}/store/order", {"petId": pet.body["id"]}, STATIC_KEY)
+        session, Request("order", "POST", f"{base}/store/order", {"petId": ordered.body["id"]}, STATIC_KEY)
     )
     assert order.status == 200, order
-    return pet
+    return await create_pet(session, base, STATIC_KEY)
 
 
 async def test_a_key_whose_claim_met_a_frozen_database_is_free_when_it_answers(
@@ -289,7 +294,7 @@ async def test_a_key_whose_work_and_abandon_met_a_killed_database_is_free_when_i
     stack: Stack, database: Database, session: ClientSession
 ) -> None:
     base = stack.base_url
-    pet = await pet_with_an_order(session, base)
+    pet = await pet_after_an_order(session, base)
     create = keyed(
         Request("order", "POST", f"{base}/store/order", {"petId": pet.body["id"]}, STATIC_KEY), "killed-work"
     )
@@ -307,7 +312,7 @@ async def attempt_at_work(
     stack: Stack, session: ClientSession, create: Request
 ) -> AsyncIterator[asyncio.Task[Outcome]]:
     """An attempt under `create`'s key that has claimed it and is at work: the pet service is
-    stopped, so the order's look-up of its pet hangs until the block ends."""
+    stopped, so the order's reservation of its pet hangs until the block ends."""
     stack.signal("pet", signal.SIGSTOP)
     try:
         attempt = asyncio.create_task(send(session, create))
@@ -354,7 +359,7 @@ async def test_a_key_whose_work_and_abandon_met_a_frozen_database_is_free_when_i
     stack: Stack, database: Database, session: ClientSession, log_dir: Path
 ) -> None:
     base = stack.base_url
-    pet = await pet_with_an_order(session, base)
+    pet = await pet_after_an_order(session, base)
     create = keyed(
         Request("order", "POST", f"{base}/store/order", {"petId": pet.body["id"], "quantity": 2}, STATIC_KEY),
         "frozen-work",
@@ -376,7 +381,8 @@ async def test_a_key_whose_work_and_abandon_met_a_frozen_database_is_free_when_i
         Request("orders", "GET", f"{base}/store/order?petId={pet.body['id']}&limit=1000", api_key=STATIC_KEY),
     )
     assert orders.status == 200, orders
-    assert [order["id"] for order in orders.body if order["quantity"] == 2] == [order_id]
+    # The pet's only order is the key's, with the id its 200 gave.
+    assert [(order["id"], order["quantity"]) for order in orders.body] == [(order_id, 2)]
 
 
 # --- a crash run under load with Idempotency-Keys --------------------------------------------
@@ -390,17 +396,44 @@ CRASH_MARGIN_SECONDS = 0.5
 deadline, crossing two busy processes) a little after the client got the 503, and the
 client's clock starts at the 503. Half a second covers that on a 2-core machine shared with
 CI; a 30 s lease misses it by tens of seconds."""
+POOL_PETS = 600
+"""Pets for the order writers' keys, one each (an order reserves its pet): about ten times the
+60 to 90 keys the four order writers got through in a run on two shared cores. A writer that
+finds none left fails the run, saying so. Not many more: FerretDB v1 on SQLite finds a document
+by an integer _id by scanning its collection, so every pet slows every look-up of a pet."""
 
 
-def writer_request(base: str, writer: int, number: int, pet_id: int) -> Request:
+@dataclass
+class PetPool:
+    """Pets nobody has ordered, one for each key that places an order: the same pet every time
+    that key is sent (its retries, its replay), and never the pet of another key."""
+
+    free: list[int]
+    given: dict[str, int] = field(default_factory=dict)
+
+    def pet_for(self, key: str) -> int:
+        if key not in self.given:
+            assert self.free, f"all {len(self.given)} pets were ordered: POOL_PETS is too small for this run"
+            self.given[key] = self.free.pop()
+        return self.given[key]
+
+
+def writer_request(base: str, writer: int, number: int, pets: PetPool) -> Request:
     """The writer's `number`th create, under a key of its own: pets are named after their key,
-    and orders carry a quantity no other key uses, so each can be counted afterwards."""
+    and orders carry a quantity no other key uses, so each can be counted afterwards. Each order
+    is of a pet of its own from `pets` (an order reserves its pet)."""
     key = f"crash-{writer}-{number}"
     if writer % 2 == 0:
         body: dict[str, object] = {"name": key, "photoUrls": [], "status": "available"}
         return keyed(Request(key, "POST", f"{base}/pet", body, STATIC_KEY), key)
-    body = {"petId": pet_id, "quantity": writer * 100_000 + number + 1}
+    body = {"petId": pets.pet_for(key), "quantity": writer * 100_000 + number + 1}
     return keyed(Request(key, "POST", f"{base}/store/order", body, STATIC_KEY), key)
+
+
+def order_key(order: dict[str, Any]) -> str:
+    """The key an order was placed under, read back from its quantity (see writer_request)."""
+    quantity = order["quantity"]
+    return f"crash-{quantity // 100_000}-{quantity % 100_000 - 1}"
 
 
 async def keyed_writer(
@@ -458,8 +491,8 @@ async def test_keyed_writers_through_a_killed_and_a_frozen_database(
 ) -> None:
     base = stack.base_url
     pet = await create_pet(session, base, STATIC_KEY)
-    pet_id = pet.body["id"]
-    get_pet = Request("get pet", "GET", f"{base}/pet/{pet_id}")
+    get_pet = Request("get pet", "GET", f"{base}/pet/{pet.body['id']}")
+    pets = PetPool(await create_pets(session, base, STATIC_KEY, POOL_PETS))
     answers: dict[str, list[Outcome]] = {}
     stop = asyncio.Event()
     backs: list[float] = []
@@ -477,6 +510,9 @@ async def test_keyed_writers_through_a_killed_and_a_frozen_database(
     async def until_written_since(moment: float) -> None:
         deadline = time.monotonic() + RECOVERY_SECONDS
         while not written_since(moment):
+            # A writer that failed (its key's budget, or no pet left) says why, not this.
+            failed = [w.exception() for w in writers if w.done() and w.exception() is not None]
+            assert not failed, failed
             assert time.monotonic() < deadline, "the writers did not all recover"
             await asyncio.sleep(0.1)
 
@@ -485,7 +521,7 @@ async def test_keyed_writers_through_a_killed_and_a_frozen_database(
             asyncio.create_task(
                 keyed_writer(
                     session,
-                    functools.partial(writer_request, base, writer, pet_id=pet_id),
+                    functools.partial(writer_request, base, writer, pets=pets),
                     answers,
                     stop,
                 )
@@ -539,13 +575,16 @@ async def test_keyed_writers_through_a_killed_and_a_frozen_database(
     # (by name) or one order (by quantity) per key, with the id its 200 gave.
     acknowledged = {name: outcomes[-1].body["id"] for name, outcomes in answers.items()}
     assert all(outcomes[-1].status == 200 for outcomes in answers.values())
-    pets = await list_all(session, f"{base}/pet/findByStatus?status=available&limit=1000")
-    orders = await list_all(session, f"{base}/store/order?petId={pet_id}&limit=1000")
+    # Every order of the stack is listed (each of a pet of its own, so not by pet).
+    available = await list_all(session, f"{base}/pet/findByStatus?status=available&limit=1000")
+    orders = await list_all(session, f"{base}/store/order?limit=1000")
     stored = collections.Counter(
-        [(p["name"], p["id"]) for p in pets if p["name"].startswith("crash-")]
-        + [(f"crash-{o['quantity'] // 100_000}-{o['quantity'] % 100_000 - 1}", o["id"]) for o in orders]
+        [(p["name"], p["id"]) for p in available if p["name"].startswith("crash-")]
+        + [(order_key(o), o["id"]) for o in orders]
     )
     assert stored == collections.Counter(acknowledged.items())
+    # Each order is of the pet its key was given.
+    assert {order_key(o): o["petId"] for o in orders} == pets.given
     # And each key answers with the resource it made. (Idempotent-Replayed: true is not asserted
     # here. Once, a key acknowledged 200 answered its order again without it, as a take-over of
     # a record still pending would: FerretDB v1 updates by reading and writing back, so a lease
@@ -555,7 +594,7 @@ async def test_keyed_writers_through_a_killed_and_a_frozen_database(
     # Either way the reserved id keeps it to one effect, which is what is asserted.)
     replays = await asyncio.gather(
         *(
-            send(session, writer_request(base, int(writer), int(number), pet_id=pet_id))
+            send(session, writer_request(base, int(writer), int(number), pets=pets))
             for writer, number in (name.split("-")[1:] for name in answers)
         )
     )

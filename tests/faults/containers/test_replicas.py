@@ -2,7 +2,8 @@
 service serve calls (their own logs say so), and SIGTERM to one replica at a time, each
 started again before the next, loses no request: in-flight calls finish, the callers'
 round_robin channels leave a replica that reports NOT_SERVING and take it back once it
-serves again."""
+serves again. An order reserves its pet, so each order of the load is of a pet of its own,
+never ordered before."""
 
 from __future__ import annotations
 
@@ -14,14 +15,25 @@ from aiohttp import ClientSession
 
 from tests.e2e.control import ComposeControl, wait_until_serving
 from tests.faults.containers.conftest import SERVICES, rpc_calls
-from tests.faults.load import Request, SteadyLoad, send
+from tests.faults.load import Request, SteadyLoad, create_pets, most_requests, order_requests, send
 
 BACK_IN_TURN_SECONDS = 15.0
 """A restarted replica gets calls again within this (reconnect backoff is at most 1 s)."""
+BALANCE_LOAD_SECONDS = 4.0
+"""How long the load runs while the replicas' calls are counted."""
+RESTARTS_LOAD_SECONDS = 90.0
+"""The orders of the restarts' load are sized for the most it can send in this time (at one
+request per worker per pause; a process stack came to 80% of that), so that no pet is ordered
+twice: six replicas stopped, started and back in turn, a few seconds each. Not sized for the
+worst (BACK_IN_TURN_SECONDS each): on the FerretDB stand-in every pet slows every look-up of a
+pet. A load that wraps fails the test, saying so."""
 
 
-async def _traffic(session: ClientSession, base: str, static_key: str, unique: str) -> list[Request]:
-    """Requests that reach every service: a pet read, an order (order, then pet), a user read."""
+async def _traffic(
+    session: ClientSession, base: str, static_key: str, unique: str, seconds: float
+) -> list[Request]:
+    """Requests that reach every service, in turn: a pet read, an order (order, then pet), a user
+    read. As many orders as a SteadyLoad can send in `seconds`, each of a pet of its own."""
     pet = await send(
         session, Request("create pet", "POST", f"{base}/pet", {"name": "Rex", "photoUrls": []}, static_key)
     )
@@ -30,11 +42,10 @@ async def _traffic(session: ClientSession, base: str, static_key: str, unique: s
     account = {"username": username, "email": f"{username}@example.com", "password": "pw-12345678"}
     user = await send(session, Request("create user", "POST", f"{base}/user", account))
     assert user.status == 200, user
-    return [
-        Request("get pet", "GET", f"{base}/pet/{pet.body['id']}"),
-        Request("order", "POST", f"{base}/store/order", {"petId": pet.body["id"]}, static_key),
-        Request("get user", "GET", f"{base}/user/{username}"),
-    ]
+    get_pet = Request("get pet", "GET", f"{base}/pet/{pet.body['id']}")
+    get_user = Request("get user", "GET", f"{base}/user/{username}")
+    pool = await create_pets(session, base, static_key, most_requests(seconds) // 3 + 1)
+    return [r for order in order_requests(base, static_key, pool) for r in (get_pet, order, get_user)]
 
 
 async def _wait_for_calls(container: Any, since: float, within: float) -> None:
@@ -49,10 +60,11 @@ async def _wait_for_calls(container: Any, since: float, within: float) -> None:
 async def test_both_replicas_of_each_service_serve_calls(
     compose: ComposeControl, base: str, session: ClientSession, static_key: str, unique: str
 ) -> None:
-    requests = await _traffic(session, base, static_key, unique)
+    requests = await _traffic(session, base, static_key, unique, BALANCE_LOAD_SECONDS + 1.0)
     started = time.time()
     async with SteadyLoad(session, requests, workers=4) as load:
-        await asyncio.sleep(4.0)
+        await asyncio.sleep(BALANCE_LOAD_SECONDS)
+    assert not load.wrapped, f"{load.taken} requests: more than the {len(requests)} sized for"
     assert {o.status for o in load.outcomes} == {200}
     for service in SERVICES:
         replicas = compose.containers(service)
@@ -68,7 +80,7 @@ async def test_both_replicas_of_each_service_serve_calls(
 async def test_restarting_one_replica_at_a_time_loses_no_request(
     compose: ComposeControl, base: str, session: ClientSession, static_key: str, unique: str
 ) -> None:
-    requests = await _traffic(session, base, static_key, unique)
+    requests = await _traffic(session, base, static_key, unique, RESTARTS_LOAD_SECONDS)
     events: list[tuple[float, str]] = []
     async with SteadyLoad(session, requests, workers=4) as load:
         await asyncio.sleep(1.0)
@@ -88,6 +100,7 @@ async def test_restarting_one_replica_at_a_time_loses_no_request(
         await asyncio.sleep(1.0)
 
     outcomes = load.outcomes
+    assert not load.wrapped, f"{load.taken} requests: more than the {len(requests)} sized for"
     failed = [o for o in outcomes if o.status != 200]
     print(f"{len(outcomes)} requests during {len(events) // 4} replica restarts, {len(failed)} not 200")
     assert len(events) == 4 * 2 * len(SERVICES)
