@@ -112,6 +112,7 @@ async def test_with_a_uri_the_service_indexes_and_uses_its_database(
         ("_id",),
         ("owner_user_id", "status", "_id"),
         ("pet_id",),
+        ("sale_step_at",),
         ("status", "_id"),
     ]
     assert stored == {

@@ -156,7 +156,7 @@ class Sale:
             await self._store.delete(order.id, step=Step.RESERVE)
             raise NotFound(pet_not_found(order.pet_id))
         placed = await self._store.transition(
-            order.id, Transition(step_from=Step.RESERVE, step_to=None, holds_pet=False), at=self._clock()
+            order.id, Transition(step_from=Step.RESERVE, step_to=None), at=self._clock()
         )
         if placed is None:
             raise Unavailable(WITHDRAWN)
