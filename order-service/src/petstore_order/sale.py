@@ -90,10 +90,6 @@ class Sale:
         self._clock = clock
         self._said_unsupported = False
 
-    @property
-    def reserves_pets(self) -> bool:
-        return self._reserve_pets
-
     async def place(
         self, reservation: Reservation, order: order_pb2.Order, *, budget_seconds: float | None
     ) -> order_pb2.Order:
@@ -124,9 +120,8 @@ class Sale:
             await self._store.delete(order.id, step=Step.RESERVE)
             # ALREADY_EXISTS, not FAILED_PRECONDITION, which is the answer to a reused key.
             raise AlreadyExists(refusal.message) from None
-        # Unavailable or cancelled: the step stays recorded, for a retry to resume or for
-        # recovery to undo.
-        # Staff may place an order already delivered: its pet is sold at once.
+        # (Unavailable or cancelled: the step stays recorded, for a retry to resume or for
+        # recovery to undo.) Staff may place an order already delivered: its pet is sold at once.
         selling = order.status == DELIVERED
         placed = await self._store.transition(
             order.id,
