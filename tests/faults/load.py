@@ -53,12 +53,14 @@ class SteadyLoad:
     The workers take the requests in turn from one shared cursor, so each request is sent once
     per pass over the list: a list of distinct orders (each of its own pet) sends every order
     once, as long as the load does not wrap around (`wrapped`; size such a list with
-    `most_requests`)."""
+    `most_requests`). With `then`, the list is sent once and `then` cycles after it: orders of
+    a bounded pool first, reads for as long as the load runs."""
 
     session: ClientSession
     requests: Sequence[Request]
     workers: int = 4
     pause_seconds: float = 0.02
+    then: Sequence[Request] = ()
     outcomes: list[Outcome] = field(default_factory=list)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _stopping: bool = False
@@ -84,12 +86,17 @@ class SteadyLoad:
 
     @property
     def wrapped(self) -> bool:
-        """Whether some request of the list was taken a second time."""
-        return self._taken > len(self.requests)
+        """Whether some request of the list was taken a second time (never, with `then`)."""
+        return not self.then and self._taken > len(self.requests)
+
+    def _next(self) -> Request:
+        if self._taken < len(self.requests) or not self.then:
+            return self.requests[self._taken % len(self.requests)]
+        return self.then[(self._taken - len(self.requests)) % len(self.then)]
 
     async def _work(self) -> None:
         while not self._stopping:
-            request = self.requests[self._taken % len(self.requests)]
+            request = self._next()
             self._taken += 1
             self.outcomes.append(await send(self.session, request))
             await asyncio.sleep(self.pause_seconds)

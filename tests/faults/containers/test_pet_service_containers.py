@@ -14,10 +14,11 @@ from tests.e2e.control import ComposeControl, wait_until_serving
 from tests.faults.containers.conftest import GRPC_TIMEOUT_SECONDS
 from tests.faults.load import Request, SteadyLoad, create_pets, most_requests, order_requests, send, wait_for
 
-LOAD_SECONDS = 20.0
-"""How long the load may last (about 9 s and two containers' start-ups): its orders are sized
-for the most it can send in this time (at one request per worker per pause), so that no pet is
-ordered twice."""
+ORDER_SECONDS = 8.0
+"""The load orders pets of a pool, each once, then only reads: the pool lasts at least this long
+(at one request per worker per pause, the most the load can send), past the containers' kill
+(after 1 s) and the outage it watches (readiness within 3 s, then 2 s). Not longer: on the
+compose stack's FerretDB stand-in every pet slows every look-up of a pet."""
 
 
 async def test_pet_service_containers_killed_and_restarted(
@@ -29,14 +30,17 @@ async def test_pet_service_containers_killed_and_restarted(
     assert created.status == 200, created
     pet_id = created.body["id"]
     get_pet = Request("get pet", "GET", f"{base}/pet/{pet_id}")
-    # Reads and orders in turn, as many orders as the load can send in LOAD_SECONDS.
-    pool = await create_pets(session, base, static_key, most_requests(LOAD_SECONDS) // 2 + 1)
+    # Reads and orders in turn while the pool lasts (at least ORDER_SECONDS), then reads.
+    pool = await create_pets(session, base, static_key, most_requests(ORDER_SECONDS) // 2 + 1)
     orders = order_requests(base, static_key, pool, quantity=1)
     readyz = Request("readyz", "GET", base.removesuffix("/v2") + "/readyz")
     replicas = compose.containers("pet-service")
     assert len(replicas) == 2
 
-    async with SteadyLoad(session, [r for order in orders for r in (get_pet, order)]) as load:
+    reads_then = [get_pet]
+    async with SteadyLoad(
+        session, [r for order in orders for r in (get_pet, order)], then=reads_then
+    ) as load:
         await asyncio.sleep(1.0)
         for container in replicas:
             await asyncio.to_thread(container.kill)  # SIGKILL: no graceful stop
@@ -53,7 +57,6 @@ async def test_pet_service_containers_killed_and_restarted(
     await wait_for(session, readyz, 200, within=3)
 
     outcomes = load.outcomes
-    assert not load.wrapped, f"{load.taken} requests: more than the {2 * len(orders)} sized for"
     assert {o.status for o in outcomes} <= {200, 503}, [o for o in outcomes if o.status not in (200, 503)]
     assert all(o.is_error_body for o in outcomes if o.status == 503)
     assert max(o.elapsed for o in outcomes) <= GRPC_TIMEOUT_SECONDS + 0.5
