@@ -25,7 +25,7 @@ import schemathesis
 from hypothesis.configuration import set_hypothesis_home_dir, storage_directory
 from schemathesis.engine import StopReason, events, from_schema
 
-from tests.e2e.conftest import STATIC_KEY
+from tests.e2e.conftest import STATIC_KEY, runs_before
 
 MAX_EXAMPLES = 25
 SEED = 20_240_501
@@ -70,6 +70,19 @@ def _request_line_bytes(case: schemathesis.Case[Any], base_url: str) -> int:
     return len(f"{prepared.method} {prepared.path_url} HTTP/1.1".encode())
 
 
+HELD_PET_WRITES = (("/pet", "put"), ("/pet/{petId}", "post"), ("/pet/{petId}", "delete"))
+"""The writes the pet service of 1.1.0 refuses with 409 while an order holds the pet (docs/sale.md),
+which a gateway of an earlier release does not describe."""
+
+
+def _describe_held_pets(document: dict[str, Any]) -> None:
+    """What a gateway one release behind leaves out of its description: the skew run with the gateway
+    behind checks everything else against it (the compatibility rules in deploy/k8s/README.md)."""
+    for path, method in HELD_PET_WRITES:
+        responses = document["paths"][path][method]["responses"]
+        responses.setdefault("409", {**responses["404"], "description": "An order holds the pet"})
+
+
 @pytest.fixture
 def hypothesis_home(tmp_path: Path) -> Iterator[None]:
     """Hypothesis's caches (unicode tables, constants) go to a temporary directory."""
@@ -84,7 +97,10 @@ def hypothesis_home(tmp_path: Path) -> Iterator[None]:
 @pytest.mark.usefixtures("hypothesis_home")
 def test_every_answer_conforms_to_the_description(base_url: str) -> None:
     assert urlsplit(base_url).hostname == "127.0.0.1", base_url
-    schema = schemathesis.openapi.from_url(f"{base_url}/swagger.json", config=_config(base_url))
+    document = requests.get(f"{base_url}/swagger.json", timeout=15).json()
+    if runs_before("gateway", "1.1.0"):
+        _describe_held_pets(document)
+    schema = schemathesis.openapi.from_dict(document, config=_config(base_url))
 
     @schema.hook
     def filter_case(context: schemathesis.HookContext, case: schemathesis.Case[Any]) -> bool:
