@@ -11,13 +11,14 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from petstore.order.v1 import order_pb2
 from petstore_common.errors import AlreadyExists, NotFound
-from petstore_order.storage.base import OrderStore, Step, StoredOrder, Transition
+from petstore_order.storage.base import OrderStore, Status, Step, StoredOrder, Transition
 from petstore_order.storage.documents import Document
 from petstore_order.storage.memory import MemoryOrderStore
 from petstore_order.storage.mongo import MongoOrderStore
 from petstore_order.validation import MAX_TIMESTAMP_SECONDS, MIN_TIMESTAMP_SECONDS
 
 APPROVED = order_pb2.ORDER_STATUS_APPROVED
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -50,6 +51,17 @@ def a_full_order(nanos: int = 123_000_000) -> order_pb2.Order:
         status=APPROVED,
         complete=True,
     )
+
+
+async def set_status(
+    store: OrderStore, order_id: int, *, expected: Status, status: Status, complete: bool
+) -> order_pb2.Order | None:
+    """A status move of a settled order (what the sale's moves are made of)."""
+    change = Transition(
+        step_from=None, step_to=None, status_from=expected, status_to=status, complete=complete
+    )
+    moved = await store.transition(order_id, change, at=T0)
+    return None if moved is None else moved.order
 
 
 def without_id(order: order_pb2.Order) -> order_pb2.Order:
@@ -190,10 +202,11 @@ async def test_new_ids_are_distinct_and_usable(store: OrderStore) -> None:
 async def test_set_status_is_a_compare_and_set(store: OrderStore) -> None:
     created = await store.create(an_order())
 
-    moved = await store.set_status(
-        created.id, expected=order_pb2.ORDER_STATUS_PLACED, status=APPROVED, complete=False
+    moved = await set_status(
+        store, created.id, expected=order_pb2.ORDER_STATUS_PLACED, status=APPROVED, complete=False
     )
-    stale = await store.set_status(
+    stale = await set_status(
+        store,
         created.id,
         expected=order_pb2.ORDER_STATUS_PLACED,
         status=order_pb2.ORDER_STATUS_DELIVERED,
@@ -205,7 +218,7 @@ async def test_set_status_is_a_compare_and_set(store: OrderStore) -> None:
     assert stale is None
     assert await store.get(created.id) == moved
     with pytest.raises(NotFound):
-        await store.set_status(created.id + 1000, expected=APPROVED, status=APPROVED, complete=False)
+        await set_status(store, created.id + 1000, expected=APPROVED, status=APPROVED, complete=False)
 
 
 async def test_delete_only_if_keeps_an_order_whose_status_moved_on(store: OrderStore) -> None:
@@ -223,8 +236,8 @@ async def test_of_racing_moves_from_one_status_exactly_one_wins(store: OrderStor
 
     moved = await asyncio.gather(
         *(
-            store.set_status(
-                created.id, expected=order_pb2.ORDER_STATUS_PLACED, status=APPROVED, complete=False
+            set_status(
+                store, created.id, expected=order_pb2.ORDER_STATUS_PLACED, status=APPROVED, complete=False
             )
             for _ in range(8)
         )
@@ -306,8 +319,6 @@ async def test_find_pages_after_an_id(store: OrderStore) -> None:
 # The state of an order's sale (storage.base.Step, Transition): hidden while placing or
 # cancelling, recorded with the time of its step, and moved by compare-and-set.
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
 
 async def test_an_order_being_placed_is_hidden_but_stored(store: OrderStore) -> None:
     created = await store.create(an_order(5, owner_user_id=7), step=Step.RESERVE, at=T0)
@@ -367,7 +378,7 @@ async def test_a_delivered_order_being_sold_stays_visible(store: OrderStore) -> 
     assert (sold.order.status, sold.order.complete, sold.step) == (DELIVERED, True, Step.SELL)
     assert await store.get(created.id) == sold.order
     # A status move waits for the step: only settled orders move.
-    assert await store.set_status(created.id, expected=DELIVERED, status=DELIVERED, complete=True) is None
+    assert await set_status(store, created.id, expected=DELIVERED, status=DELIVERED, complete=True) is None
 
 
 async def test_delete_at_a_step_removes_only_an_order_at_that_step(store: OrderStore) -> None:

@@ -110,13 +110,6 @@ class OrderStore(Protocol):
         """Remove the order while it is at `step` (None: settled) and, with `only_if`, has that
         status: False, and nothing removed, otherwise; NotFound when absent."""
 
-    async def set_status(
-        self, order_id: int, *, expected: Status, status: Status, complete: bool
-    ) -> order_pb2.Order | None:
-        """Compare-and-set of a settled order: the order with its new status and completeness,
-        or None (nothing changed) when its status is no longer `expected` or a step of its sale
-        is under way; NotFound when absent."""
-
     async def transition(self, order_id: int, change: Transition, *, at: datetime) -> StoredOrder | None:
         """Compare-and-set of the order's step (recorded `at`), status, completeness and hold:
         the order after it, or None (nothing changed) when the order is not at `change.step_from`

@@ -100,15 +100,6 @@ class MemoryOrderStore:
         self._holding.discard(order_id)
         return True
 
-    async def set_status(
-        self, order_id: int, *, expected: Status, status: Status, complete: bool
-    ) -> order_pb2.Order | None:
-        change = Transition(
-            step_from=None, step_to=None, status_from=expected, status_to=status, complete=complete
-        )
-        moved = await self.transition(order_id, change, at=datetime.min)
-        return None if moved is None else moved.order
-
     async def transition(self, order_id: int, change: Transition, *, at: datetime) -> StoredOrder | None:
         stored = self._stored(order_id)
         if self._step(order_id) != change.step_from:

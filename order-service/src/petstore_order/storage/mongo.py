@@ -100,15 +100,6 @@ class MongoOrderStore:
         await self.get_stored(order_id)  # NotFound when absent; else its status or step moved on
         return False
 
-    async def set_status(
-        self, order_id: int, *, expected: Status, status: Status, complete: bool
-    ) -> order_pb2.Order | None:
-        change = Transition(
-            step_from=None, step_to=None, status_from=expected, status_to=status, complete=complete
-        )
-        moved = await self.transition(order_id, change, at=datetime.min)
-        return None if moved is None else moved.order
-
     async def transition(self, order_id: int, change: Transition, *, at: datetime) -> StoredOrder | None:
         query: Document = {"_id": order_id, **_step_is(change.step_from)}
         if change.status_from is not None:
