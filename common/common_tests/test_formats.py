@@ -13,7 +13,7 @@ from petstore.order.v1 import order_pb2, order_service_pb2
 from petstore.pet.v1 import pet_pb2, pet_service_pb2
 from petstore.user.v1 import user_pb2, user_service_pb2
 from petstore.versioning.v1 import precondition_pb2
-from petstore_common.formats import FORMATS, PATTERN_PHRASES, USERNAME
+from petstore_common.formats import FORMATS, PATTERN_PHRASES, PHOTO_URL, USERNAME
 from petstore_common.rules import field_rules
 
 FILES: tuple[FileDescriptor, ...] = tuple(
@@ -80,3 +80,22 @@ def test_a_username_is_bounded_alike_wherever_it_appears() -> None:
         if (rules.min_len, rules.max_len) != (canonical.min_len, canonical.max_len)
     }
     assert differing == {}
+
+
+def test_a_photo_url_is_http_https_or_without_a_scheme() -> None:
+    import re
+
+    pattern = re.compile(PHOTO_URL.pattern)
+    taken = ["https://cdn.example/p/1.jpg", "HTTP://x", "string", "", "/v2/pet/1/images/a", "a/b:c", "?x=1"]
+    refused = [
+        "javascript:alert(1)",
+        " javascript:alert(1)",
+        "JavaScript:alert(1)",
+        "data:text/html,<script>alert(1)</script>",
+        "vbscript:x",
+        "file:///etc/passwd",
+        "https:evil",
+        "http://a\x00b",
+    ]
+    assert [url for url in taken if not pattern.fullmatch(url)] == []
+    assert [url for url in refused if pattern.fullmatch(url)] == []

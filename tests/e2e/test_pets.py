@@ -215,3 +215,14 @@ async def test_request_ids_are_echoed_or_made(api: Api) -> None:
     assert made.headers["X-Request-ID"]
     hostile = await api.call("GET", "/pet/1", headers={"X-Request-ID": "a b<script>"})
     assert hostile.headers["X-Request-ID"] != "a b<script>"
+
+
+@pytest.mark.since("pet-service", "1.1.0")
+@pytest.mark.parametrize(
+    "url", ["javascript:alert(document.cookie)", " JavaScript:alert(1)", "data:text/html,<script>x</script>"]
+)
+async def test_photo_urls_that_would_run_in_a_page_are_405(api: Api, unique: str, url: str) -> None:
+    pet = {**a_pet(unique), "photoUrls": ["https://example.com/ok.png", url]}
+    reply = await api.send("POST", "/pet", pet, JSON)
+    assert reply.status == 405, reply.text
+    assert "photoUrls[1]: must be an http or https URL" in reply.error_message()

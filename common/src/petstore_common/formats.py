@@ -34,6 +34,12 @@ USERNAME = TextFormat(
     field_rules(user_pb2.User, "username").string.pattern,
     "may contain only letters, digits and . _ - @",
 )
+PHOTO_URL = TextFormat(
+    "photo URL",
+    field_rules(pet_pb2.Pet, "photo_urls").repeated.items.string.pattern,
+    "must be an http or https URL, or a link without a scheme, with no control characters",
+)
+"""A link a storefront puts in its pages: no javascript:, data: or other scheme that runs."""
 EMAIL = TextFormat("email", field_rules(user_pb2.User, "email").string.pattern, "must look like an email")
 IMAGE_ID = TextFormat(
     "image id",
@@ -41,6 +47,6 @@ IMAGE_ID = TextFormat(
     "must be 32 lowercase hexadecimal digits",
 )
 
-FORMATS = (TEXT, USERNAME, EMAIL, IMAGE_ID)
+FORMATS = (TEXT, USERNAME, PHOTO_URL, EMAIL, IMAGE_ID)
 PATTERN_PHRASES: Mapping[str, str] = MappingProxyType({f.pattern: f.phrase for f in FORMATS})
 """Pattern -> the words for a value that does not match (request_validation uses them)."""

@@ -147,7 +147,10 @@ class Pet(_message.Message):
 
     @_builtins.property
     def photo_urls(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """URLs of photos of the pet: at most 64, each text of at most 2048 characters."""
+        """URLs of photos of the pet: at most 64, each text of at most 2048 characters, either an
+        http or https URL or a reference without a scheme: a storefront puts them in pages, where
+        a javascript: or data: URL would run.
+        """
 
     @_builtins.property
     def tags(self) -> _containers.RepeatedCompositeFieldContainer[Global___Tag]:
