@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -453,6 +454,50 @@ async def test_the_answer_is_never_written_while_a_renewal_is_on_its_way(
         )
     assert effects.count == 5
     assert overlaps == []
+
+
+class WriteBackRenewals(MemoryIdempotencyStore):
+    """Renewals as FerretDB v1 makes them (read the record, write it back), through a driver
+    call that swallows its cancellation (asyncio.wait_for on Python 3.11, cpython#86296)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.renewals = 0
+
+    async def renew(self, record_id: str, holder: str, now: datetime) -> bool:
+        read = self._held(record_id, holder)
+        if read is None:
+            return False
+        snapshot = dataclasses.replace(read)
+        round_trip = asyncio.ensure_future(asyncio.sleep(0.05))
+        try:
+            await asyncio.shield(round_trip)
+        except asyncio.CancelledError:
+            await round_trip  # the driver finishes its round trip and loses the cancellation
+        self.records[record_id] = dataclasses.replace(snapshot, lease_until=datetime.now(UTC) + LEASE)
+        self.renewals += 1
+        return True
+
+
+async def test_a_renewal_never_outlives_its_attempt(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(idempotency_module, "RENEW_INTERVAL_SECONDS", 0.01)
+    store = WriteBackRenewals()
+    idempotency, effects = Idempotency(store), Effects()
+
+    async def dies(reservation: Reservation) -> caller_pb2.Caller:
+        await reservation.reserve((7,))
+        await asyncio.sleep(0.2)  # renewals on their way all along
+        raise Unavailable("the database went away")
+
+    with pytest.raises(Unavailable):
+        await run_on(idempotency, dies)
+    renewals_at_the_end = store.renewals
+    # The retry takes the key over at once, and no renewal of the dead attempt comes after it.
+    assert await run(idempotency, effects) == (caller_pb2.Caller(user_id=1), False)
+    assert effects.reserved == [(7,)]
+    await asyncio.sleep(0.2)
+    assert store.renewals <= renewals_at_the_end + 1
+    assert store.records[f"{caller_scope(STAFF)} k"].holder is None  # completed
 
 
 async def test_an_attempt_taken_over_cannot_take_effect(store: IdempotencyStore) -> None:

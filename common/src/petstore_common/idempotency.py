@@ -378,21 +378,19 @@ class Idempotency:
         # The answer is never written while a renewal of ours is on its way: a store that updates
         # by reading and writing back the record (FerretDB v1) could put the pending record back
         # over it. The renewals go on until the answer is written.
-        lease = asyncio.Lock()
-        renewal = asyncio.create_task(self._renew(record_id, holder, lease))
+        renewal = _Renewal(self._store, record_id, holder, self._clock)
         try:
             response = await execute(reservation)
-            async with lease:
+            async with renewal.paused():
                 await self._store.complete(record_id, holder, response.SerializeToString())
         except ServiceError as exc:
-            renewal.cancel()
-            await asyncio.shield(self._settle(record_id, holder, definite=not isinstance(exc, Unavailable)))
+            definite = not isinstance(exc, Unavailable)
+            await asyncio.shield(self._settle(record_id, holder, definite=definite, renewal=renewal))
             raise
         except BaseException:  # a deadline, a cancellation, a lost database: outcome unknown
-            renewal.cancel()
-            await asyncio.shield(self._settle(record_id, holder, definite=False))
+            await asyncio.shield(self._settle(record_id, holder, definite=False, renewal=renewal))
             raise
-        renewal.cancel()
+        await renewal.stop()
         return response, False
 
     async def serve(
@@ -416,19 +414,12 @@ class Idempotency:
         setattr(response, "idempotent_replay", replayed)  # noqa: B010 (every create response has it)
         return response
 
-    async def _renew(self, record_id: str, holder: str, lease: asyncio.Lock) -> None:
-        """Keep the lease while the request runs; ends when the holder is taken over."""
-        while True:
-            await asyncio.sleep(RENEW_INTERVAL_SECONDS)
-            try:
-                async with lease:
-                    renewed = await self._store.renew(record_id, holder, self._clock())
-                if not renewed:
-                    return
-            except Exception as exc:  # the next renewal may get through; the fence guards
-                log.warning("could not renew an idempotency lease", extra={"error": type(exc).__name__})
-
-    async def _settle(self, record_id: str, holder: str, *, definite: bool) -> None:
+    async def _settle(
+        self, record_id: str, holder: str, *, definite: bool, renewal: _Renewal | None = None
+    ) -> None:
+        """Release (a definite answer) or abandon the record, once its renewals have stopped."""
+        if renewal is not None:
+            await renewal.stop()
         try:
             if definite:
                 await self._store.release(record_id, holder)
@@ -442,6 +433,47 @@ class Idempotency:
             return
         self._next_purge = now + timedelta(seconds=PURGE_INTERVAL_SECONDS)
         await self._store.purge(now)
+
+
+class _Renewal:
+    """Renews a running request's lease every RENEW_INTERVAL_SECONDS until stopped or taken over.
+
+    It must never outlive its attempt: a renewal that lands after the record was settled
+    would hold the key for nobody. So `stop` does not rely on cancellation alone (a driver call
+    may swallow it, as asyncio.wait_for can on Python 3.11, cpython#86296): the loop checks a
+    flag before every renewal, and `stop` waits (at most one lease) for a renewal on its way, so
+    the settling write comes after it. On a store that updates by reading and writing back
+    (FerretDB v1), a renewal still on its way could otherwise put the settled record back."""
+
+    def __init__(
+        self, store: IdempotencyStore, record_id: str, holder: str, clock: Callable[[], datetime]
+    ) -> None:
+        self._store, self._record_id, self._holder, self._clock = store, record_id, holder, clock
+        self._stopped = asyncio.Event()
+        self._lock = asyncio.Lock()
+        self._task = asyncio.create_task(self._renew_until_stopped())
+
+    def paused(self) -> asyncio.Lock:
+        """Held while the answer is written: never at the same time as a renewal."""
+        return self._lock
+
+    async def stop(self) -> None:
+        self._stopped.set()
+        self._task.cancel()
+        await asyncio.wait({self._task}, timeout=LEASE_SECONDS)
+
+    async def _renew_until_stopped(self) -> None:
+        while not self._stopped.is_set():
+            await asyncio.sleep(RENEW_INTERVAL_SECONDS)
+            try:
+                async with self._lock:
+                    if self._stopped.is_set():
+                        return
+                    renewed = await self._store.renew(self._record_id, self._holder, self._clock())
+                if not renewed:
+                    return
+            except Exception as exc:  # the next renewal may get through; the fence guards
+                log.warning("could not renew an idempotency lease", extra={"error": type(exc).__name__})
 
 
 class CreateRequest(Protocol):
