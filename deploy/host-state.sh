@@ -1,8 +1,8 @@
 # Sourced by the runs that change this machine's network state (deploy/compose/engine.sh for
 # dockerd, deploy/k8s/e2e.sh for k3s): net_state records it before the run, net_restore undoes
 # what the run added (links, routes, firewall rules, netfilter tables, ipsets, mounts, and the
-# caller's HOST_PATHS that were absent before), net_verify fails, showing the difference,
-# unless the machine is as it was. Needs root; iptables here may be iptables-nft.
+# caller's HOST_PATHS that were absent before), net_verify fails, naming them, if anything the
+# run added is still there. Needs root; iptables here may be iptables-nft.
 
 # Paths the caller's run may create outside its own directories (set before calling).
 HOST_PATHS=(${HOST_PATHS[@]+"${HOST_PATHS[@]}"})
@@ -70,15 +70,24 @@ net_restore() { # before-dir: undo what the run left (links, routes, rules, ipse
   rm -rf "$now"
 }
 
-net_verify() { # before-dir: fails, showing the difference, unless the machine is as it was
-  local before=$1 now status=0 part
+net_verify() { # before-dir: fails, naming them, if the run left anything it added
+  # Only what the run could have added counts: a mount, link, route, rule, set or path present
+  # now and not before. What disappeared meanwhile (another program on the machine unmounting
+  # its tmpfs, say) is named as a note: this run removes nothing it did not add.
+  local before=$1 now status=0 part added gone
   now="$(mktemp -d)"
   net_state "$now"
   for part in links routes iptables ip6tables iptables-legacy ipsets nft-tables mounts paths; do
-    if ! diff -u "$before/$part" "$now/$part" >"$now/$part.diff"; then
-      echo "machine state differs after the run: $part" >&2
-      cat "$now/$part.diff" >&2
+    added="$(comm -13 <(sort "$before/$part") <(sort "$now/$part"))"
+    gone="$(comm -23 <(sort "$before/$part") <(sort "$now/$part"))"
+    if [[ -n "$added" ]]; then
+      echo "the run left these $part behind:" >&2
+      echo "$added" | sed 's/^/  + /' >&2
       status=1
+    fi
+    if [[ -n "$gone" ]]; then
+      echo "note: these $part were there before the run and are gone, not by this run's undoing:" >&2
+      echo "$gone" | sed 's/^/  - /' >&2
     fi
   done
   rm -rf "$now"
