@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 
-from petstore_gateway.app import create_app
-from petstore_gateway.connections import ConnectionTimeouts, GuardedAppRunner
+from petstore_gateway.connections import MIN_BODY_BYTES_PER_SECOND
 from petstore_gateway.errors import UNAVAILABLE_RETRY_AFTER
 from petstore_gateway.settings import (
     BODY_BUFFER_BYTES,
@@ -25,65 +22,23 @@ from petstore_gateway.settings import (
     GatewaySettings,
 )
 
-from .backend import SESSION_SECRET, Backend
+from .backend import SESSION_SECRET
+from .guarded import (
+    BODY_TIMEOUT,
+    HEADER_TIMEOUT,
+    KEEPALIVE_TIMEOUT,
+    MAX_BODY,
+    SLACK,
+    STAFF_PET_HEAD,
+    USER_HEAD,
+    closed_after,
+    connect,
+    message_of,
+    port,
+    status_of,
+)
 
-HEADER_TIMEOUT = 0.3
-BODY_TIMEOUT = 0.3
-KEEPALIVE_TIMEOUT = 1.0
-MAX_BODY = 1000
-SLACK = 0.7
-"""How much later than its timeout a connection may close on a busy test machine."""
-
-USER_HEAD = b"POST /v2/user HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
-
-
-@pytest.fixture
-async def port(backend: Backend) -> AsyncIterator[int]:
-    settings = GatewaySettings.from_env(
-        {
-            "PETSTORE_SESSION_SECRET": SESSION_SECRET,
-            "HEADER_TIMEOUT_SECONDS": str(HEADER_TIMEOUT),
-            "BODY_TIMEOUT_SECONDS": str(BODY_TIMEOUT),
-            "KEEPALIVE_TIMEOUT_SECONDS": str(KEEPALIVE_TIMEOUT),
-            "MAX_BODY_BYTES": str(MAX_BODY),
-            "BODY_BUFFER_BYTES": str(2 * MAX_BODY),
-        }
-    )
-    clients = backend.clients()
-    runner = GuardedAppRunner(
-        create_app(settings, clients=clients),
-        timeouts=ConnectionTimeouts.from_settings(settings),
-        access_log=None,
-    )
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield site.port
-    finally:
-        await runner.cleanup()
-        await clients.close()
-
-
-async def connect(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    return await asyncio.open_connection("127.0.0.1", port)
-
-
-async def closed_after(reader: asyncio.StreamReader, *, within: float) -> tuple[bytes, float]:
-    """Everything the gateway writes until it closes the connection, and when it closed.
-    TimeoutError if it is still open after `within` seconds."""
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    answer = await asyncio.wait_for(reader.read(), within)
-    return answer, loop.time() - started
-
-
-def status_of(answer: bytes) -> int:
-    return int(answer.split(b" ", 2)[1])
-
-
-def message_of(answer: bytes) -> str:
-    return str(json.loads(answer.partition(b"\r\n\r\n")[2])["message"])
+__all__ = ["port"]  # the fixture
 
 
 async def test_half_sent_headers_are_408_and_closed_after_the_header_timeout(port: int) -> None:
@@ -141,13 +96,13 @@ async def test_a_stalled_body_is_408_and_its_connection_closed(port: int) -> Non
     writer.close()
 
 
-async def test_a_body_that_keeps_coming_is_not_cut_off(port: int) -> None:
-    """The body clock measures silence, not the whole body: a slow but steady client finishes."""
+async def test_a_body_that_keeps_coming_within_its_deadline_is_not_cut_off(port: int) -> None:
+    """A slow but steady client that finishes within the body deadline is served."""
     reader, writer = await connect(port)
     body = json.dumps({"username": "slowpoke", "email": "s@example.com", "password": "pass-word-1"}).encode()
     writer.write(USER_HEAD + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode())
     for start in range(0, len(body), len(body) // 4 + 1):
-        await asyncio.sleep(BODY_TIMEOUT / 2)
+        await asyncio.sleep(BODY_TIMEOUT / 6)
         writer.write(body[start : start + len(body) // 4 + 1])
     answer, _ = await closed_after(reader, within=2)
     assert status_of(answer) == 200, answer
@@ -162,30 +117,84 @@ async def test_a_stalled_body_nobody_reads_is_closed_after_the_answer(port: int)
     writer.close()
 
 
-async def test_bodies_past_the_buffer_bound_are_503_unread_until_the_stalled_ones_time_out(port: int) -> None:
-    # Two stalled bodies of the largest size take the whole bound (2 x MAX_BODY) ...
-    stalled = [await connect(port) for _ in range(2)]
-    for _, writer in stalled:
-        writer.write(USER_HEAD + f"Content-Length: {MAX_BODY}\r\n\r\n".encode() + b"{")
-    await asyncio.sleep(BODY_TIMEOUT / 3)
-    # ... so a third is refused at once, before its body is read.
+def sign_up(name: str) -> bytes:
+    body = json.dumps({"username": name, "email": f"{name}@example.com", "password": "pass-word-1"}).encode()
+    return USER_HEAD + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
+
+
+async def stall_a_body(port: int, source: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A sign-up from `source` whose body of the largest size stops after its first byte."""
+    reader, writer = await connect(port, source)
+    writer.write(USER_HEAD + f"Content-Length: {MAX_BODY}\r\n\r\n".encode() + b"{")
+    await writer.drain()
+    return reader, writer
+
+
+async def answer_to(port: int, request: bytes, source: str = "127.0.0.1") -> bytes:
+    reader, writer = await connect(port, source)
+    writer.write(request)
+    answer, _ = await closed_after(reader, within=2)
+    writer.close()
+    return answer
+
+
+async def test_a_dripping_body_is_408_by_its_deadline_though_it_never_falls_silent(port: int) -> None:
+    deadline = BODY_TIMEOUT + MAX_BODY / MIN_BODY_BYTES_PER_SECOND
     reader, writer = await connect(port)
+    writer.write(USER_HEAD + f"Content-Length: {MAX_BODY}\r\n\r\n".encode() + b"{")
+
+    async def drip() -> None:
+        while True:  # a byte every quarter of the silence allowed: never silent for long
+            await asyncio.sleep(BODY_TIMEOUT / 4)
+            writer.write(b" ")
+
+    dripping = asyncio.create_task(drip())
+    try:
+        answer, elapsed = await closed_after(reader, within=deadline + SLACK)
+    finally:
+        dripping.cancel()
+    assert status_of(answer) == 408
+    assert message_of(answer) == "request body timed out: the body was not complete in time"
+    assert elapsed >= deadline * 0.9
+    writer.close()
+
+
+async def test_anonymous_bodies_hold_at_most_their_share_and_staff_writes_go_on(port: int) -> None:
+    # Four stalled anonymous bodies of the largest size, from four addresses, take the
+    # anonymous share (half the budget) ...
+    stalled = [await stall_a_body(port, f"127.0.0.{n}") for n in range(2, 6)]
+    await asyncio.sleep(BODY_TIMEOUT / 3)
+    # ... so a fifth anonymous one, from yet another address, is refused at once, unread ...
+    reader, writer = await connect(port, "127.0.0.6")
     writer.write(USER_HEAD + f"Content-Length: {MAX_BODY}\r\nConnection: close\r\n\r\n".encode())
     head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), BODY_TIMEOUT / 2)
     assert head.startswith(b"HTTP/1.1 503")
     assert f"Retry-After: {UNAVAILABLE_RETRY_AFTER}\r\n".encode() in head
     writer.close()
+    # ... while a staff write still has its bytes.
+    pet = json.dumps({"name": "rex", "photoUrls": []}).encode()
+    staff_write = STAFF_PET_HEAD + f"Content-Length: {len(pet)}\r\nConnection: close\r\n\r\n".encode() + pet
+    answer = await answer_to(port, staff_write)
+    assert status_of(answer) == 200, answer
     # Once the stalled ones have timed out, their bytes are free again.
     for stalled_reader, stalled_writer in stalled:
         answer, _ = await closed_after(stalled_reader, within=BODY_TIMEOUT + SLACK)
         assert status_of(answer) == 408
         stalled_writer.close()
-    reader, writer = await connect(port)
-    body = b'{"username": "after", "email": "a@example.com", "password": "pass-word-1"}'
-    writer.write(USER_HEAD + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
-    answer, _ = await closed_after(reader, within=2)
+    answer = await answer_to(port, sign_up("after"), "127.0.0.6")
     assert status_of(answer) == 200, answer
-    writer.close()
+
+
+async def test_one_address_holds_at_most_its_share_of_the_body_budget(port: int) -> None:
+    stalled_reader, stalled_writer = await stall_a_body(port, "127.0.0.2")
+    await asyncio.sleep(BODY_TIMEOUT / 3)
+    answer = await answer_to(port, sign_up("second"), "127.0.0.2")
+    assert status_of(answer) == 503
+    assert message_of(answer) == "this address is sending too many request bodies at once; retry shortly"
+    answer = await answer_to(port, sign_up("elsewhere"), "127.0.0.3")  # the others still have theirs
+    assert status_of(answer) == 200, answer
+    stalled_writer.close()
+    del stalled_reader
 
 
 def test_the_defaults_close_every_stalled_or_idle_connection_within_a_minute() -> None:

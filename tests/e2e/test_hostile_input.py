@@ -4,9 +4,10 @@ Every answer must come within a few seconds, never be a 5xx, be a 4xx with the A
 error body unless the case says the input is acceptable (then a 2xx), and leak nothing: no
 traceback, no file contents, no password hash, no api key, no header the client smuggled in.
 
-A few requests are not HTTP the server can parse (a request line or a header over 8 KiB, a bare
-CR in a header): aiohttp's own parser answers those with a short plain-text 400 before any
-application code runs; those cases check that answer instead of the ApiResponse body.
+A few requests are not HTTP the server can parse (a bare CR in a header, an unknown method):
+those are a short 400, and a head over the gateway's bounds (32 KiB, 64 header lines) a 431,
+both with the ApiResponse error body written by the gateway's connection guards
+(petstore_gateway.connections), before any application code runs.
 """
 
 from __future__ import annotations
@@ -834,34 +835,51 @@ async def test_an_injected_request_id_never_comes_back(api: Api, header: bytes) 
         assert re.fullmatch(r"[0-9a-f]{32}", returned)
 
 
+@pytest.mark.since("gateway", "1.1.0")  # the error body of the gateway's own answers
 @pytest.mark.parametrize(
     ("name", "request_head"),
     [
         ("folded-header", b"X-Request-ID: abc\r\n Set-Cookie: injected=1\r\n"),
         ("bare-lf", b"X-Request-ID: abc\nSet-Cookie: injected=1\r\n"),
         ("bare-cr", b"X-Request-ID: abc\rSet-Cookie: injected=1\r\n"),
+        ("te-and-cl", b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n"),
         ("header-100kb", b"X-Padding: " + b"p" * 100_000 + b"\r\n"),
         ("200-headers", b"".join(f"X-H{n}: v\r\n".encode() for n in range(200))),
-        ("te-and-cl", b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n"),
     ],
 )
-async def test_unparseable_requests_are_a_short_400(api: Api, name: str, request_head: bytes) -> None:
+async def test_unparseable_or_oversized_heads_are_a_short_error_body(
+    api: Api, name: str, request_head: bytes
+) -> None:
     reply, elapsed = await raw(
         api.base_url, request_bytes(f"{URL(api.base_url).path}/store/inventory", request_head)
     )
     assert elapsed < MAX_SECONDS
-    assert reply.status == 400, (name, reply.body[:300])
+    expected = 431 if name in ("header-100kb", "200-headers") else 400
+    assert reply.status == expected, (name, reply.body[:300])
     assert "set-cookie" not in reply.headers
     assert len(reply.body) < 1024
+    assert_raw_error_body(reply)
+    assert b"injected" not in reply.body
     assert_no_leak(reply.body)
 
 
+def assert_raw_error_body(reply: RawReply) -> None:
+    """The ApiResponse error body, as JSON no browser may sniff as anything else."""
+    assert reply.headers["content-type"].startswith("application/json")
+    assert reply.headers["x-content-type-options"] == "nosniff"
+    body = json.loads(reply.body)
+    assert (body["code"], body["type"]) == (reply.status, "error")
+    assert isinstance(body["message"], str)
+
+
+@pytest.mark.since("gateway", "1.1.0")  # the error body of the gateway's own answers
 async def test_a_huge_request_line_is_a_short_4xx(api: Api) -> None:
     target = f"{URL(api.base_url).path}/pet/" + "1" * 100_000
     reply, elapsed = await raw(api.base_url, request_bytes(target))
     assert elapsed < MAX_SECONDS
     assert 400 <= reply.status < 500
     assert len(reply.body) < 1024
+    assert_raw_error_body(reply)
     assert_no_leak(reply.body)
 
 
@@ -894,6 +912,7 @@ def assert_no_leak(body: bytes) -> None:
         assert leak not in text
 
 
+@pytest.mark.since("gateway", "1.1.0")  # the error body of the gateway's own answers
 @pytest.mark.parametrize("method", [b"FOO", b"G\x00T", b"GET\x7f"])
 async def test_a_method_the_parser_does_not_know_is_a_short_400(api: Api, method: bytes) -> None:
     request = request_bytes(f"{URL(api.base_url).path}/store/inventory", method=method)
@@ -901,4 +920,6 @@ async def test_a_method_the_parser_does_not_know_is_a_short_400(api: Api, method
     assert elapsed < MAX_SECONDS
     assert reply.status == 400
     assert len(reply.body) < 1024
+    assert_raw_error_body(reply)
+    assert method not in reply.body
     assert_no_leak(reply.body)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -10,10 +11,13 @@ from aiohttp import web
 from aiohttp.http import HttpProcessingError
 from multidict import MultiDict, MultiDictProxy
 
+from petstore_gateway.auth import ANONYMOUS
+from petstore_gateway.body_budget import Tier
+from petstore_gateway.client_address import FORWARDED_FOR_HEADER, client_address
 from petstore_gateway.connections import BodyTimedOut
 from petstore_gateway.errors import ApiError
 from petstore_gateway.etags import ETAG, IF_NONE_MATCH, none_match
-from petstore_gateway.keys import BODY_BUDGET, RESPONSE_TYPE
+from petstore_gateway.keys import BODY_BUDGET, PRINCIPAL, RESPONSE_TYPE, SETTINGS
 from petstore_gateway.negotiation import (
     JSON_RESPONSE,
     BodyFormat,
@@ -61,6 +65,20 @@ def _timed_out(exc: BodyTimedOut) -> ApiError:
     return ApiError(408, f"request body timed out: {exc}")
 
 
+def _reserve(request: web.Request) -> contextlib.AbstractContextManager[None]:
+    """The body's share of the body budget (body_budget.py): by who calls and from where."""
+    principal = request.get(PRINCIPAL, ANONYMOUS)
+    if principal.is_staff:
+        tier = Tier.STAFF
+    elif principal.user_id is not None:
+        tier = Tier.CUSTOMER
+    else:
+        tier = Tier.ANONYMOUS
+    trusted = request.config_dict[SETTINGS].trusted_proxies
+    address = client_address(request.remote, request.headers.get(FORWARDED_FOR_HEADER), trusted)
+    return request.config_dict[BODY_BUDGET].reserve(request.content_length, tier=tier, address=address)
+
+
 def _decode(raw: bytes, fmt: BodyFormat, document: Document) -> Any:
     return decode(raw, fmt, document, BODY_BOUNDS)
 
@@ -83,7 +101,7 @@ async def read_body(
     declared = request.headers.get("Content-Type")
     undeclared = not media_type_of(declared)
     fmt = BodyFormat.JSON if undeclared else body_format(declared)
-    with request.config_dict[BODY_BUDGET].reserve(request):
+    with _reserve(request):
         try:
             raw = await request.read()  # raises 413 past client_max_size, chunked or not
         except web.RequestPayloadError:  # e.g. a Content-Encoding the bytes do not follow
@@ -121,7 +139,7 @@ async def read_form(request: web.Request) -> MultiDictProxy[Any]:
     if media_type not in allowed:
         raise ApiError(415, f"Content-Type must be {' or '.join(sorted(allowed))}")
     try:
-        with request.config_dict[BODY_BUDGET].reserve(request):
+        with _reserve(request):
             return await request.post()
     except BodyTimedOut as exc:
         raise _timed_out(exc) from None

@@ -28,7 +28,7 @@ def parse_networks(items: Iterable[str]) -> tuple[Network, ...]:
     return tuple(networks)
 
 
-def _is_trusted(address: str, trusted: Sequence[Network]) -> bool:
+def is_trusted(address: str, trusted: Sequence[Network]) -> bool:
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
@@ -39,7 +39,7 @@ def _is_trusted(address: str, trusted: Sequence[Network]) -> bool:
 def client_address(peer: str | None, forwarded_for: str | None, trusted: Sequence[Network]) -> str:
     """The nearest untrusted address on the path: the peer itself unless it is a trusted proxy."""
     peer = peer or ""
-    if not trusted or not forwarded_for or not _is_trusted(peer, trusted):
+    if not trusted or not forwarded_for or not is_trusted(peer, trusted):
         return peer
     for hop in reversed(forwarded_for.split(",")):
         address = hop.strip()
@@ -47,6 +47,6 @@ def client_address(peer: str | None, forwarded_for: str | None, trusted: Sequenc
             ipaddress.ip_address(address)
         except ValueError:
             return peer  # a malformed chain is not believed at all
-        if not _is_trusted(address, trusted):
+        if not is_trusted(address, trusted):
             return address
     return peer

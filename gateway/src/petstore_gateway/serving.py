@@ -78,10 +78,11 @@ class InFlight:
 
 
 class MalformedRequestLogFilter(logging.Filter):
-    """aiohttp answers a request it cannot parse (a header line over 8190 bytes, a bare CR, an
-    unknown method...) with a plain 400 before any middleware runs, and logs it at ERROR with a
-    traceback: anyone could flood the log that way. Such a record becomes one WARNING line
-    naming the error; every other record passes unchanged."""
+    """aiohttp logs a request it cannot parse at ERROR with a traceback: anyone could flood the
+    log that way. The gateway's handle_error (connections.py) logs such requests itself, as one
+    WARNING line, and does not pass them to aiohttp's logger; this filter stays for whatever
+    aiohttp logs on another path: such a record becomes one WARNING line naming the error;
+    every other record passes unchanged."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
