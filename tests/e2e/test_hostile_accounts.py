@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from aiohttp import ClientSession, ClientTimeout
+from aiohttp import ClientSession, ClientTimeout, TCPConnector
 
 from petstore_devstack.ports import free_port
 from petstore_devstack.stack import ProcessSpec, Stack
@@ -118,17 +118,60 @@ async def test_weak_passwords_are_refused(api: Api, unique: str, password: str, 
     assert reply.error_message() == message
 
 
-async def test_a_password_change_ends_every_session_at_once(api: Api, cast: Cast) -> None:
+@pytest.mark.since("user-service", "1.1.0")
+@pytest.mark.since("gateway", "1.1.0")
+async def test_a_password_change_ends_every_other_session_at_once(api: Api, cast: Cast) -> None:
     ann = cast.ann
     other = await login(api, ann.username)
     change = {**a_user("", username=ann.username), "password": "a brand new secret"}
     changed = await as_(api, ann.token, "PUT", f"/user/{ann.username}", JSON, change)
     assert changed.status == 200, changed.text
 
-    for token in (other, ann.token):  # the one that made the change too
-        assert (await as_(api, token, "GET", f"/user/{ann.username}", JSON)).status == 401
+    assert (await as_(api, other, "GET", f"/user/{ann.username}", JSON)).status == 401
+    assert (await as_(api, ann.token, "GET", f"/user/{ann.username}", JSON)).status == 200  # the editor's
     assert await login(api, ann.username, "a brand new secret")
     assert (await as_(api, cast.bob.token, "GET", f"/user/{cast.bob.username}", JSON)).status == 200
+
+
+@pytest.mark.since("user-service", "1.1.0")
+async def test_a_profile_edit_resending_the_password_keeps_every_session(api: Api, cast: Cast) -> None:
+    """Classic clients PUT the whole User, password included, to change a phone number."""
+    ann = cast.ann
+    other = await login(api, ann.username)
+    edit = {**a_user("", username=ann.username), "phone": "555-0199"}  # PASSWORD, unchanged
+    edited = await as_(api, ann.token, "PUT", f"/user/{ann.username}", JSON, edit)
+    assert edited.status == 200, edited.text
+
+    for token in (ann.token, other):
+        reply = await as_(api, token, "GET", f"/user/{ann.username}", JSON)
+        assert (reply.status, reply.json.get("phone")) == (200, "555-0199")
+
+
+@pytest.mark.since("user-service", "1.1.0")
+@pytest.mark.since("gateway", "1.1.0")  # it names the editor's session, which the change keeps
+async def test_a_stale_if_match_password_change_is_412_and_changes_are_budgeted(api: Api, cast: Cast) -> None:
+    ann = cast.ann
+    change = {**a_user("", username=ann.username), "password": "a brand new secret"}
+    stale = await api.call(
+        "PUT",
+        f"/user/{ann.username}",
+        body=json.dumps(change),
+        content_type=JSON,
+        api_key=ann.token,
+        headers={"If-Match": '"99"'},
+    )
+    assert stale.status == 412, stale.text
+    assert await login(api, ann.username)  # nothing changed
+
+    statuses = []
+    for n in range(PASSWORD_CHANGES_PER_HOUR + 1):
+        change["password"] = f"a brand new secret {n}"
+        statuses.append(await as_(api, ann.token, "PUT", f"/user/{ann.username}", JSON, change))
+    assert [reply.status for reply in statuses] == [200] * PASSWORD_CHANGES_PER_HOUR + [429]
+    refused = statuses[-1]
+    assert refused.error_message().startswith("too many password changes for this user; retry after ")
+    assert 0 < int(refused.headers["Retry-After"]) <= 3600
+    assert await login(api, ann.username, f"a brand new secret {PASSWORD_CHANGES_PER_HOUR - 1}")
 
 
 async def test_a_deleted_accounts_token_is_refused_at_once(api: Api, cast: Cast) -> None:
@@ -158,6 +201,75 @@ async def test_guesses_at_one_account_make_it_wait_and_no_password_is_no_guess(a
     await asyncio.sleep(1.1)  # the wait ends by itself
     assert await login(api, owner.username)
     assert owner.token
+
+
+# --- guesses from other addresses (the client socket bound to another loopback address) ----
+
+ACCOUNT_FREE_FAILURES = 20
+"""The user service's free wrong passwords per account over all sources
+(login_throttle.ACCOUNT_FREE_FAILURES)."""
+PASSWORD_CHANGES_PER_HOUR = 6
+"""The user service's password changes per account and hour (password_changes.PER_WINDOW)."""
+
+
+@pytest.fixture
+async def from_address(api: Api) -> AsyncIterator[Callable[[str], Awaitable[Api]]]:
+    """Apis whose requests come from another 127.0.0.0/8 address (process mode: the gateway
+    sees the socket's address; in containers every client is the port-forwarder)."""
+    if E2E_MODE != "process":
+        pytest.skip("the client's address can be chosen in process mode only")
+    sessions: list[ClientSession] = []
+
+    async def open_from(address: str) -> Api:
+        connector = TCPConnector(local_addr=(address, 0))
+        session = ClientSession(timeout=ClientTimeout(total=15), connector=connector)
+        sessions.append(session)
+        return Api(session, api.base_url, api.static_key)
+
+    try:
+        yield open_from
+    finally:
+        for session in sessions:
+            await session.close()
+
+
+async def login_status(api: Api, username: str, password: str) -> int:
+    reply = await api.call("GET", "/user/login", params={"username": username, "password": password})
+    return reply.status
+
+
+@pytest.mark.since("user-service", "1.1.0")
+@pytest.mark.since("gateway", "1.1.0")
+async def test_guesses_from_elsewhere_do_not_lock_out_the_owner(
+    api: Api, unique: str, from_address: Callable[[str], Awaitable[Api]]
+) -> None:
+    owner = await sign_up(api, unique, "owner")  # logged in from 127.0.0.1
+    guesser = await from_address("127.0.0.7")
+
+    statuses = await asyncio.gather(
+        *(login_status(guesser, owner.username, f"guess {n}") for n in range(3 * FREE_FAILURES))
+    )
+
+    assert statuses.count(400) == FREE_FAILURES
+    assert statuses.count(429) == 2 * FREE_FAILURES  # the guesser waits
+    assert await login_status(guesser, owner.username, PASSWORD) == 429
+    assert await login(api, owner.username)  # the owner does not
+
+
+@pytest.mark.since("user-service", "1.1.0")
+@pytest.mark.since("gateway", "1.1.0")
+async def test_guessing_from_many_addresses_slows_down_new_ones_but_not_the_owners(
+    api: Api, unique: str, from_address: Callable[[str], Awaitable[Api]]
+) -> None:
+    owner = await sign_up(api, unique, "owner")  # logged in from 127.0.0.1: its usual source
+    guessers = [await from_address(f"127.0.1.{n + 1}") for n in range(ACCOUNT_FREE_FAILURES + 5)]
+
+    statuses = [await login_status(guesser, owner.username, "not it") for guesser in guessers]
+
+    assert statuses == [400] * ACCOUNT_FREE_FAILURES + [429] * 5  # each guessed once
+    newcomer = await from_address("127.0.2.1")
+    assert await login_status(newcomer, owner.username, PASSWORD) == 429
+    assert await login(api, owner.username)
 
 
 # --- a second gateway of the same stack, with low per-address limits -----------------------

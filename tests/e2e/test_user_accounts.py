@@ -408,3 +408,39 @@ async def test_a_deleted_users_sessions_end(api: Api, unique: str) -> None:
         await asyncio.sleep(0.25)
     for reply in replies:
         assert failure(reply, 401, JSON) == SESSION_ENDED
+
+
+@pytest.mark.since("user-service", "1.1.0")
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_a_username_differing_only_in_case_is_taken(api: Api, unique: str, fmt: str) -> None:
+    """`Bob` beside `bob`: refused at sign-up, in a batch and by a rename, as a taken name is."""
+    bob = a_user(f"{unique}bob")
+    bob_id = await sign_up(api, bob)
+    twin = a_user(f"{unique}BOB")
+
+    signed = await api.send("POST", "/user", twin, fmt, key=False)
+    assert failure(signed, 409, fmt) == f"username user{unique}BOB is taken"
+    batch = await create_users(api, BATCH_PATHS[0], [a_user(f"{unique}x0"), twin], fmt)
+    assert failure(batch, 409, fmt) == f"users[1]: username user{unique}BOB is taken"
+    assert (await api.call("GET", f"/user/user{unique}x0", accept=fmt)).status == 404
+    await sign_up(api, a_user(f"{unique}eve"))
+    token = await login(api, f"user{unique}eve")
+    renamed = await put_user(api, f"user{unique}eve", a_user(f"{unique}Bob"), fmt, token)
+    assert failure(renamed, 409, fmt) == f"username user{unique}Bob is taken"
+    assert await get_user(api, bob["username"]) == without_password(bob, bob_id)
+
+
+@pytest.mark.since("user-service", "1.1.0")
+async def test_look_ups_find_a_user_whatever_the_case(api: Api, unique: str) -> None:
+    bob = a_user(f"{unique}bob")
+    bob_id = await sign_up(api, bob)
+    shouted = f"USER{unique.upper()}BOB"
+
+    assert await get_user(api, shouted) == without_password(bob, bob_id)
+    token = await login(api, shouted)
+    edited = await put_user(api, shouted, {**bob, "phone": "555-0100"}, JSON, token)
+    assert success_message(edited, JSON) == str(bob_id)
+    assert (await get_user(api, bob["username"]))["phone"] == "555-0100"
+    deleted = await api.call("DELETE", f"/user/{shouted}", api_key=token)
+    assert deleted.status == 200, deleted.text
+    assert (await api.call("GET", f"/user/{bob['username']}")).status == 404

@@ -4,16 +4,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from petstore_user import password_changes
 from petstore_user.common_passwords import common_passwords
 from petstore_user.login_throttle import (
+    ACCOUNT_FREE_FAILURES,
     FORGET_AFTER_SECONDS,
     FREE_FAILURES,
+    KNOWN_SOURCE_SECONDS,
     MAX_WAIT_SECONDS,
+    login_wait,
     seconds_to_wait,
     wait_after,
 )
-from petstore_user.passwords import MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS
-from petstore_user.storage.base import LoginFailures
+from petstore_user.passwords import (
+    LOGIN_LANE,
+    MAX_PASSWORD_CHARS,
+    MIN_PASSWORD_CHARS,
+    NEW_PASSWORD_LANE,
+)
+from petstore_user.storage.base import LoginFailures, LoginSource
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
@@ -43,5 +52,34 @@ def test_the_readme_states_the_figures_of_the_source() -> None:
         f"{len(common_passwords()):,} most common passwords",
         f"{MIN_PASSWORD_CHARS} to {MAX_PASSWORD_CHARS} characters",
         f"a new password {MIN_PASSWORD_CHARS}..{MAX_PASSWORD_CHARS} characters",
+        f"past {ACCOUNT_FREE_FAILURES} wrong passwords from all sources",
+        f"in the last {KNOWN_SOURCE_SECONDS // 86400} days",
+        f"change its password {password_changes.PER_WINDOW} times an hour",
+        f"| {password_changes.PER_WINDOW} an hour (a customer's",
+        f"({LOGIN_LANE.queued} logins, {NEW_PASSWORD_LANE.queued} new passwords;",
+        f"| {LOGIN_LANE.queued} logins, {NEW_PASSWORD_LANE.queued} new passwords per process |",
     ):
         assert stated in " ".join(README.split()), stated
+
+
+NOW = 1_800_000_000.0  # an epoch second in 2027
+GUESSED = LoginFailures(ACCOUNT_FREE_FAILURES, last_at=NOW)
+"""The account after distributed guessing: its free failures over all sources spent."""
+
+
+def test_a_source_waits_for_its_own_failures_only_up_to_the_account_bound() -> None:
+    own = LoginSource(LoginFailures(FREE_FAILURES, last_at=NOW))
+    assert login_wait(LoginFailures(FREE_FAILURES, last_at=NOW), own, NOW) == 1
+    # Another source, even after the account's several failures (below its bound), waits not.
+    assert login_wait(LoginFailures(ACCOUNT_FREE_FAILURES - 1, last_at=NOW), LoginSource(), NOW) == 0
+
+
+def test_past_the_account_bound_new_sources_wait_and_known_ones_do_not() -> None:
+    assert login_wait(GUESSED, LoginSource(), NOW) == 1
+    known = LoginSource(succeeded_at=NOW - KNOWN_SOURCE_SECONDS + 1)
+    assert login_wait(GUESSED, known, NOW) == 0
+    long_ago = LoginSource(succeeded_at=NOW - KNOWN_SOURCE_SECONDS)
+    assert login_wait(GUESSED, long_ago, NOW) == 1
+    # A known source still waits for its own failures.
+    own = LoginSource(LoginFailures(FREE_FAILURES + 1, last_at=NOW), succeeded_at=NOW)
+    assert login_wait(GUESSED, own, NOW) == 2

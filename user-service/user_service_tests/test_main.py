@@ -9,7 +9,8 @@ import sys
 import jwt
 
 from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
-from petstore_common.grpc_client import create_channel
+from petstore_common.caller_gate import GATEWAY
+from petstore_common.caller_testing import signed_channel, trusting_env
 from petstore_devstack.service_process import service_process
 from petstore_user.service import SERVICE_NAME
 
@@ -30,15 +31,28 @@ async def test_refuses_to_start_without_a_long_enough_secret() -> None:
     )
 
 
+async def test_refuses_to_start_without_trusted_caller_keys() -> None:
+    # Requiring caller tokens while trusting no key would refuse every call: not a way to run.
+    env = {**os.environ, "PETSTORE_SESSION_SECRET": SECRET, "TRUSTED_CALLER_KEYS": "", "CALLER_TOKENS": ""}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "petstore_user", env=env, stderr=asyncio.subprocess.PIPE
+    )
+    _, stderr = await asyncio.wait_for(process.communicate(), timeout=20)
+
+    assert process.returncode == 2
+    assert stderr.decode().strip().startswith("user-service: TRUSTED_CALLER_KEYS must list the public keys")
+
+
 async def test_the_process_serves_and_stops_on_sigterm() -> None:
     env = {
         "MONGODB_URI": "",
         "GRACE_SECONDS": "1",
         "PETSTORE_SESSION_SECRET": SECRET,
         "SESSION_TTL_SECONDS": "120",
+        **trusting_env(GATEWAY),
     }
     async with service_process("petstore_user", SERVICE_NAME, env) as service:
-        async with create_channel(service.address) as channel:
+        async with signed_channel(service.address) as channel:
             # The real argon2 parameters and the configured secret and TTL, end to end.
             stub = user_service_pb2_grpc.UserServiceStub(channel)
             user = user_pb2.User(username="ann", email="ann@example.com")

@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
 from argon2 import Parameters, PasswordHasher, Type, extract_parameters
 
 from petstore.user.v1 import user_service_pb2
-from petstore_common.errors import InvalidArgument
+from petstore_common.errors import InvalidArgument, Unavailable
 from petstore_common.rules import field_rules
 from petstore_user.common_passwords import common_passwords, is_common
 from petstore_user.passwords import (
+    LANE_FULL,
+    LOGIN_LANE,
+    MAX_CONCURRENT_HASHES,
     MAX_PASSWORD_CHARS,
     MIN_PASSWORD_CHARS,
+    NEW_PASSWORD_LANE,
     PARAMETERS,
+    LaneBound,
     Passwords,
     check_password,
     map_hash_memory_directly,
@@ -85,7 +91,7 @@ async def test_hashing_runs_off_the_event_loop_on_a_bounded_pool(monkeypatch: py
         return original(hasher, password, salt=salt)
 
     monkeypatch.setattr(PasswordHasher, "hash", spy)
-    passwords = Passwords(CHEAP, workers=2)
+    passwords = Passwords(CHEAP, new_password=LaneBound("new-password", workers=2, queued=20))
     try:
         await asyncio.gather(*(passwords.hash(f"pw{n}") for n in range(20)))
     finally:
@@ -93,7 +99,68 @@ async def test_hashing_runs_off_the_event_loop_on_a_bounded_pool(monkeypatch: py
 
     assert threading.main_thread().name not in seen
     assert 1 <= len(seen) <= 2
-    assert all(name.startswith("argon2") for name in seen)
+    assert all(name.startswith("argon2-new-password") for name in seen)
+
+
+def test_the_lanes_together_bound_the_hashes_at_once() -> None:
+    assert MAX_CONCURRENT_HASHES == LOGIN_LANE.workers + NEW_PASSWORD_LANE.workers == 2
+
+
+class SlowHashes(Passwords):
+    """New passwords take `seconds` each (a slow machine, or a flood); verifying is as usual."""
+
+    def __init__(self, seconds: float, **lanes: LaneBound) -> None:
+        super().__init__(CHEAP, **lanes)
+        self.seconds = seconds
+
+    def _hash(self, password: str) -> str:
+        time.sleep(self.seconds)
+        return super()._hash(password)
+
+
+async def test_a_full_lane_refuses_at_once_and_takes_work_again_once_drained() -> None:
+    passwords = SlowHashes(0.3, new_password=LaneBound("new-password", workers=1, queued=2))
+    try:
+        outcomes = await asyncio.gather(*(passwords.hash(f"pw{n}") for n in range(6)), return_exceptions=True)
+        refused = [outcome for outcome in outcomes if isinstance(outcome, Unavailable)]
+        assert len(refused) == 3  # one running, two waiting: the rest are turned away unqueued
+        assert {error.message for error in refused} == {LANE_FULL}
+        assert passwords.hashes == 3
+        assert passwords.new_password_lane.admitted == 0
+        assert await passwords.hash("again")
+    finally:
+        passwords.close()
+
+
+async def test_a_caller_that_gives_up_keeps_its_job_counted_until_it_ends() -> None:
+    passwords = SlowHashes(0.3, new_password=LaneBound("new-password", workers=1, queued=0))
+    try:
+        abandoned = asyncio.ensure_future(passwords.hash("pw"))
+        await asyncio.sleep(0.05)
+        abandoned.cancel()
+        with pytest.raises(Unavailable):  # the thread is still busy with it
+            await passwords.hash("pw2")
+        await asyncio.sleep(0.4)
+        assert await passwords.hash("pw3")
+    finally:
+        passwords.close()
+
+
+async def test_a_flood_of_new_passwords_does_not_delay_a_login() -> None:
+    """With one pool, this login would wait behind every sign-up hash ahead of it."""
+    passwords = SlowHashes(0.2, new_password=LaneBound("new-password", workers=1, queued=30))
+    stored = PasswordHasher.from_parameters(CHEAP).hash("pw")
+    try:
+        flood = asyncio.gather(*(passwords.hash(f"pw{n}") for n in range(10)))
+        await asyncio.sleep(0.05)
+        started = time.perf_counter()
+        assert await passwords.verify(stored, "pw")
+        waited = time.perf_counter() - started
+        await flood
+    finally:
+        passwords.close()
+
+    assert waited < 0.15  # not behind 2 s of sign-ups; a single cheap verification
 
 
 @pytest.mark.parametrize("password", ["p" * 8, "p" * 128, "ünïcødé and spaces", "\x00\n" * 4, "Tr0ub4dor&3"])

@@ -10,7 +10,8 @@ import pytest
 from pymongo import AsyncMongoClient
 
 from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
-from petstore_common.grpc_client import create_channel
+from petstore_common.caller_gate import GATEWAY
+from petstore_common.caller_testing import signed_channel, trusting_env
 from petstore_common.grpc_server import start_service
 from petstore_common.settings import ServiceSettings
 from petstore_user.service import SERVICE_NAME, user_service
@@ -25,7 +26,10 @@ TOKENS = SessionTokens(SECRET, 60)
 
 def settings(**env: str) -> UserSettings:
     return UserSettings(
-        ServiceSettings.from_env(default_port=0, default_database="petstore_user", env=env), SECRET
+        ServiceSettings.from_env(
+            default_port=0, default_database="petstore_user", env={**trusting_env(GATEWAY), **env}
+        ),
+        SECRET,
     )
 
 
@@ -48,10 +52,11 @@ async def test_with_a_uri_the_service_indexes_its_database(mongodb_uri: str, mon
         sessions = await client[mongo_database]["sessions"].index_information()
     finally:
         await client.close()
-    assert [key for index in users.values() for key, _ in index["key"]] == ["_id", "username"]
-    assert [index.get("unique", False) for index in users.values() if index["key"] == [("username", 1)]] == [
-        True
-    ]
+    assert [key for index in users.values() for key, _ in index["key"]] == ["_id", "username", "username_key"]
+    for unique_key in ("username", "username_key"):  # the second: unique without regard to case
+        assert [
+            index.get("unique", False) for index in users.values() if index["key"] == [(unique_key, 1)]
+        ] == [True]
     assert sorted(key for index in sessions.values() for key, _ in index["key"]) == [
         "_id",
         "expires_at",
@@ -67,7 +72,7 @@ async def test_on_mongodb_users_sign_up_log_in_and_out(mongodb_uri: str, mongo_d
     async with user_service(service_settings, tokens=TOKENS) as definition:
         running = await start_service(definition, service_settings.service)
         try:
-            async with create_channel(f"127.0.0.1:{running.port}") as channel:
+            async with signed_channel(f"127.0.0.1:{running.port}") as channel:
                 stub = user_service_pb2_grpc.UserServiceStub(channel)
                 user = user_pb2.User(username="ann", email="ann@example.com")
                 created = await stub.CreateUser(

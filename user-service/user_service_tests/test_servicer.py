@@ -17,16 +17,17 @@ from google.protobuf.message import Message
 
 from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
 from petstore_common import callers
+from petstore_common.caller_testing import signed_channel, trusting_env
 from petstore_common.errors import RETRY_AFTER_METADATA, NotFound
-from petstore_common.grpc_client import create_channel, is_serving
+from petstore_common.grpc_client import is_serving
 from petstore_common.grpc_server import RunningService, start_service
 from petstore_common.settings import ServiceSettings
 from petstore_common.versions import Precondition
-from petstore_user import login_throttle
-from petstore_user.passwords import PARAMETERS, Passwords
+from petstore_user import login_throttle, password_changes
+from petstore_user.passwords import PARAMETERS, LaneBound, Passwords
 from petstore_user.service import SERVICE_NAME, build_definition
 from petstore_user.sessions import SessionTokens
-from petstore_user.storage.base import Account, Session
+from petstore_user.storage.base import Account, LoginSource, Session
 from petstore_user.storage.memory import MemoryUserStore
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ async def running(
     store: MemoryUserStore, passwords: Passwords, tokens: SessionTokens
 ) -> AsyncIterator[RunningService]:
     settings = ServiceSettings.from_env(
-        default_port=0, default_database="unused", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0"}
+        default_port=0, default_database="unused", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0", **trusting_env()}
     )
     service = await start_service(build_definition(store, passwords, tokens), settings)
     try:
@@ -92,7 +93,7 @@ async def running(
 
 @pytest.fixture
 async def channel(running: RunningService) -> AsyncIterator[grpc.aio.Channel]:
-    async with create_channel(f"127.0.0.1:{running.port}") as channel:
+    async with signed_channel(f"127.0.0.1:{running.port}") as channel:
         yield channel
 
 
@@ -712,7 +713,7 @@ async def test_a_deleted_users_id_never_comes_back(stub: UserServiceAsyncStub, w
     assert (await get(stub, "victim")).id == newcomer.id
 
 
-async def test_a_password_change_ends_every_session_of_the_account(stub: UserServiceAsyncStub) -> None:
+async def test_a_password_change_ends_every_other_session_of_the_account(stub: UserServiceAsyncStub) -> None:
     ann = await create(stub, a_user())
     bob = await create(stub, a_user("bob"))
     changing, other = (await login(stub)).session_token, (await login(stub)).session_token
@@ -720,15 +721,59 @@ async def test_a_password_change_ends_every_session_of_the_account(stub: UserSer
 
     await stub.UpdateUser(
         user_service_pb2.UpdateUserRequest(
-            username="ann", user=a_user(), password="a brand new secret", caller=caller(ann.id)
+            username="ann",
+            user=a_user(),
+            password="a brand new secret",
+            caller=caller(ann.id),
+            session_id=session_id(changing),
         ),
         timeout=5,
     )
 
     assert not await is_active(stub, session_id(other))
-    assert not await is_active(stub, session_id(changing))  # the one that made it too
+    assert await is_active(stub, session_id(changing))  # the one that made it stays
     assert await is_active(stub, session_id(bobs))
     assert bob.id != ann.id
+    assert (await login(stub, password="a brand new secret")).session_token
+
+
+async def test_staff_changing_a_password_ends_every_session_of_the_account(
+    stub: UserServiceAsyncStub,
+) -> None:
+    await create(stub, a_user())
+    token = (await login(stub)).session_token
+
+    await stub.UpdateUser(
+        user_service_pb2.UpdateUserRequest(
+            username="ann",
+            user=a_user(),
+            password="a brand new secret",
+            caller=STAFF,
+            session_id=session_id(token),
+        ),
+        timeout=5,
+    )
+
+    assert not await is_active(stub, session_id(token))
+
+
+async def test_a_profile_edit_resending_the_password_changes_no_password_and_keeps_sessions(
+    stub: UserServiceAsyncStub, store: MemoryUserStore
+) -> None:
+    """Classic clients send the whole User, password included, to change a phone number."""
+    ann = await create(stub, a_user())
+    editor, other = (await login(stub)).session_token, (await login(stub)).session_token
+    stored_hash = (await store.get_account("ann")).password_hash
+
+    edit = user_service_pb2.UpdateUserRequest(
+        username="ann", user=a_user(phone="555-0199"), password=PASSWORD, caller=caller(ann.id)
+    )
+    updated = (await stub.UpdateUser(edit, timeout=5)).user
+
+    assert updated.phone == "555-0199"
+    assert (await store.get_account("ann")).password_hash == stored_hash  # not even re-salted
+    assert await is_active(stub, session_id(editor))
+    assert await is_active(stub, session_id(other))
 
 
 async def test_an_update_without_a_password_keeps_the_sessions(stub: UserServiceAsyncStub) -> None:
@@ -872,3 +917,255 @@ async def test_the_count_lives_in_the_store_not_in_the_servicer(
 def test_the_policy_figures() -> None:
     assert [login_throttle.wait_after(n) for n in range(1, 8)] == [0, 0, 0, 0, 1, 2, 4]
     assert login_throttle.wait_after(100) == login_throttle.MAX_WAIT_SECONDS
+
+
+# --- hashing is spent only after every cheap check, within a budget, in its own lane ---
+
+
+def a_change(ann: user_pb2.User, **fields: Any) -> user_service_pb2.UpdateUserRequest:
+    """A new password for `ann`, by itself unless `fields` say otherwise."""
+    request: dict[str, Any] = {"password": "a brand new secret", "caller": caller(ann.id), **fields}
+    return user_service_pb2.UpdateUserRequest(username=ann.username, user=a_user(ann.username), **request)
+
+
+async def test_a_stale_if_match_password_change_costs_no_hash(
+    stub: UserServiceAsyncStub, passwords: Passwords
+) -> None:
+    ann = await create(stub, a_user())
+    before = passwords.hashes
+
+    for _ in range(10):
+        with fails(
+            grpc.StatusCode.FAILED_PRECONDITION, "user ann was changed since the version given (If-Match)"
+        ):
+            await stub.UpdateUser(a_change(ann, precondition=Precondition(versions=[7])), timeout=5)
+
+    assert passwords.hashes == before
+    assert (await login(stub)).session_token  # the old password still works
+
+
+async def test_a_password_change_with_a_rename_onto_a_taken_name_costs_no_hash(
+    stub: UserServiceAsyncStub, passwords: Passwords
+) -> None:
+    await create(stub, a_user("bob"))
+    eve = await create(stub, a_user("eve"))
+    before = passwords.hashes
+    change = a_change(eve)
+    change.user.username = "BOB"
+
+    with fails(ALREADY_EXISTS, "username BOB is taken"):
+        await stub.UpdateUser(change, timeout=5)
+
+    assert passwords.hashes == before
+
+
+async def test_password_changes_are_limited_per_account(
+    stub: UserServiceAsyncStub, passwords: Passwords, clock: Clock
+) -> None:
+    ann = await create(stub, a_user())
+    bob = await create(stub, a_user("bob"))
+    for n in range(password_changes.PER_WINDOW):
+        await stub.UpdateUser(a_change(ann, password=f"a brand new secret {n}"), timeout=5)
+    before = passwords.hashes
+
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.UpdateUser(a_change(ann, password="yet another secret"), timeout=5)
+
+    assert caught.value.code() == EXHAUSTED
+    wait = int(dict(caught.value.trailing_metadata() or ())[RETRY_AFTER_METADATA])
+    assert 0 < wait <= password_changes.WINDOW_SECONDS
+    assert caught.value.details() == f"too many password changes for this user; retry after {wait} s"
+    assert passwords.hashes == before  # refused before any hash
+    await stub.UpdateUser(a_change(bob), timeout=5)  # another account has its own budget
+    await stub.UpdateUser(a_change(ann, caller=STAFF), timeout=5)  # staff are not counted
+    clock.now += wait
+    await stub.UpdateUser(a_change(ann, password="the next window's secret"), timeout=5)
+
+
+# --- usernames are one name whatever their case ---
+
+
+async def test_bob_beside_bob_is_refused_everywhere(stub: UserServiceAsyncStub) -> None:
+    bob = await create(stub, a_user("bob"))
+    eve = await create(stub, a_user("eve"))
+
+    with fails(ALREADY_EXISTS, "username Bob is taken"):
+        await stub.CreateUser(
+            user_service_pb2.CreateUserRequest(
+                caller=callers.anonymous(), user=a_user("Bob"), password=PASSWORD
+            ),
+            timeout=5,
+        )
+    with fails(ALREADY_EXISTS, "users[1]: username BOB is taken"):
+        await stub.CreateUsers(
+            user_service_pb2.CreateUsersRequest(
+                caller=STAFF, users=[a_create(a_user("new")), a_create(a_user("BOB"))]
+            ),
+            timeout=5,
+        )
+    rename = user_service_pb2.UpdateUserRequest(username="eve", user=a_user("Bob"), caller=caller(eve.id))
+    with fails(ALREADY_EXISTS, "username Bob is taken"):
+        await stub.UpdateUser(rename, timeout=5)
+    assert (await get(stub, "bob")) == bob
+
+
+async def test_look_ups_find_the_user_whatever_the_case(stub: UserServiceAsyncStub) -> None:
+    bob = await create(stub, a_user("bob"))
+
+    assert (await get(stub, "BOB")) == bob
+    token = (await login(stub, "BoB")).session_token
+    assert jwt.decode(token, options={"verify_signature": False})["name"] == "bob"
+    edit = user_service_pb2.UpdateUserRequest(
+        username="BOB", user=a_user("bob", phone="1"), caller=caller(bob.id)
+    )
+    assert (await stub.UpdateUser(edit, timeout=5)).user.phone == "1"
+    await stub.DeleteUser(
+        user_service_pb2.DeleteUserRequest(username="Bob", caller=caller(bob.id)), timeout=5
+    )
+    with fails(NOT_FOUND, "user bob not found"):
+        await get(stub, "bob")
+
+
+# --- failed logins are throttled per account and source ---
+
+OWNER = "198.51.100.20"
+
+
+def login_from(
+    stub: UserServiceAsyncStub, address: str, password: str = PASSWORD, username: str = "ann"
+) -> Awaitable[user_service_pb2.LoginResponse]:
+    request = user_service_pb2.LoginRequest(username=username, password=password, client_address=address)
+    return stub.Login(request, timeout=5)
+
+
+async def status_of(reply: Awaitable[object]) -> grpc.StatusCode:
+    try:
+        await reply
+    except grpc.aio.AioRpcError as exc:
+        return exc.code()
+    return grpc.StatusCode.OK
+
+
+async def test_a_strangers_guesses_do_not_lock_out_the_owner_from_elsewhere(
+    stub: UserServiceAsyncStub,
+) -> None:
+    await create(stub, a_user())
+    guesser = "203.0.113.7"
+
+    codes = [
+        await status_of(login_from(stub, guesser, WRONG)) for _ in range(3 * login_throttle.FREE_FAILURES)
+    ]
+
+    assert codes.count(INVALID) == login_throttle.FREE_FAILURES
+    assert codes.count(EXHAUSTED) == 2 * login_throttle.FREE_FAILURES  # the guesser waits
+    assert await status_of(login_from(stub, guesser)) == EXHAUSTED  # even with the right password
+    assert (await login_from(stub, OWNER)).session_token  # the owner, never seen before, is in
+
+
+async def test_an_ipv6_source_is_its_whole_64(stub: UserServiceAsyncStub) -> None:
+    await create(stub, a_user())
+    for n in range(login_throttle.FREE_FAILURES):
+        assert await status_of(login_from(stub, f"2001:db8:1:2::{n + 1:x}", WRONG)) == INVALID
+
+    assert await status_of(login_from(stub, "2001:db8:1:2:ffff::9")) == EXHAUSTED
+    assert (await login_from(stub, "2001:db8:1:3::1")).session_token
+
+
+async def test_guessing_from_many_sources_slows_down_new_sources_but_not_the_owners(
+    stub: UserServiceAsyncStub,
+) -> None:
+    await create(stub, a_user())
+    await login_from(stub, OWNER)  # the owner's usual source
+
+    async def one_guess(n: int) -> grpc.StatusCode:
+        return await status_of(login_from(stub, f"10.0.{n // 250}.{n % 250 + 1}", WRONG))
+
+    codes = await asyncio.gather(*(one_guess(n) for n in range(2 * login_throttle.ACCOUNT_FREE_FAILURES)))
+
+    # One guess from each address: only the account-wide count stops them.
+    assert codes.count(INVALID) == login_throttle.ACCOUNT_FREE_FAILURES
+    assert codes.count(EXHAUSTED) == login_throttle.ACCOUNT_FREE_FAILURES
+    assert await status_of(login_from(stub, "192.0.2.99")) == EXHAUSTED  # a new source waits
+    assert await status_of(login(stub)) == EXHAUSTED  # so does an older gateway's (no address)
+    assert (await login_from(stub, OWNER)).session_token  # the owner's source does not
+
+
+async def test_a_login_without_an_address_is_one_unknown_source(stub: UserServiceAsyncStub) -> None:
+    """An older gateway sends no address: it is throttled as one source, as before."""
+    await create(stub, a_user())
+    await wrong_guesses(stub, login_throttle.FREE_FAILURES)
+
+    assert await status_of(login(stub)) == EXHAUSTED
+    assert (await login_from(stub, OWNER)).session_token
+
+
+async def test_only_a_digest_of_the_address_is_stored(
+    stub: UserServiceAsyncStub, store: MemoryUserStore
+) -> None:
+    ann = await create(stub, a_user())
+    await status_of(login_from(stub, "203.0.113.7", WRONG))
+
+    assert await store.login_source(ann.id, "203.0.113.7") == LoginSource()
+    assert "203.0.113.7" not in repr(vars(store))
+
+
+# --- logins have their own hashing lane ---
+
+
+class SlowNewPasswords(Passwords):
+    """New passwords take SECONDS each: a flood of sign-ups on a small machine."""
+
+    SECONDS = 0.25
+
+    def _hash(self, password: str) -> str:
+        time.sleep(self.SECONDS)
+        return super()._hash(password)
+
+
+@pytest.fixture
+def slow_passwords() -> Iterator[Passwords]:
+    passwords = SlowNewPasswords(new_password=LaneBound("new-password", workers=1, queued=4))
+    try:
+        yield passwords
+    finally:
+        passwords.close()
+
+
+@pytest.fixture
+async def slow_stub(
+    store: MemoryUserStore, slow_passwords: Passwords, tokens: SessionTokens
+) -> AsyncIterator[UserServiceAsyncStub]:
+    settings = ServiceSettings.from_env(
+        default_port=0, default_database="unused", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0", **trusting_env()}
+    )
+    service = await start_service(build_definition(store, slow_passwords, tokens), settings)
+    try:
+        async with signed_channel(f"127.0.0.1:{service.port}") as channel:
+            yield user_service_pb2_grpc.UserServiceStub(channel)
+    finally:
+        await service.stop(None)
+
+
+async def test_a_flood_of_sign_ups_neither_delays_a_login_nor_queues_without_bound(
+    slow_stub: UserServiceAsyncStub, store: MemoryUserStore
+) -> None:
+    ann = await store.create(Account(a_user(), PasswordHasher.from_parameters(PARAMETERS).hash(PASSWORD)))
+
+    async def sign_up(n: int) -> grpc.StatusCode:
+        request = user_service_pb2.CreateUserRequest(
+            caller=callers.anonymous(), user=a_user(f"flood{n}"), password=PASSWORD
+        )
+        return await status_of(slow_stub.CreateUser(request, timeout=10))
+
+    flood = asyncio.gather(*(sign_up(n) for n in range(12)))
+    await asyncio.sleep(0.1)
+    started = time.perf_counter()
+    assert (await login(slow_stub)).session_token
+    waited = time.perf_counter() - started
+    codes = await flood
+
+    # One pool would have queued the login behind 5 sign-ups (1.25 s); its lane is free.
+    assert waited < SlowNewPasswords.SECONDS
+    assert codes.count(grpc.StatusCode.OK) == 5  # one hashing, four waiting
+    assert codes.count(grpc.StatusCode.UNAVAILABLE) == 7  # refused at once, nothing queued
+    assert ann.id

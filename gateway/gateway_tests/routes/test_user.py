@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from petstore.user.v1 import user_service_pb2
 from petstore_common import callers
+from petstore_gateway.client_address import parse_networks
 from petstore_gateway.settings import GatewaySettings
 
 from ..backend import PASSWORD, Backend
@@ -15,6 +17,8 @@ from ..tokens import issue_token
 from ..wire import Wire, error_of
 
 KEY = {"api_key": STATIC_KEY}
+FREE_FAILURES = 5
+"""The user service's free wrong passwords per account and source (its login_throttle)."""
 WIRES = pytest.mark.parametrize("wire", list(Wire))
 ANN = {
     "username": "ann",
@@ -442,3 +446,41 @@ async def test_an_update_under_a_stale_etag_is_412_and_changes_nothing(
     assert await error_of(wire, stale) == (412, "user ann was changed since the version given (If-Match)")
     assert (await error_of(wire, gone))[0] == 412
     assert (await backend.user("ann")).version == 5
+
+
+async def test_wrong_guesses_from_one_address_do_not_lock_out_the_owner_elsewhere(
+    settings: GatewaySettings, backend: Backend
+) -> None:
+    """The gateway tells the service whose guess it is (here through a trusted proxy)."""
+    await backend.add_user("ann", 1)
+    behind_proxy = replace(settings, trusted_proxies=parse_networks(["127.0.0.0/8"]))
+    guesser, owner = {"X-Forwarded-For": "203.0.113.7"}, {"X-Forwarded-For": "198.51.100.20"}
+    async for client in serve_gateway(behind_proxy, backend.clients()):
+        wrong = {"username": "ann", "password": "not her password"}
+        for _ in range(FREE_FAILURES):
+            response = await client.get("/v2/user/login", params=wrong, headers=guesser)
+            assert response.status == 400
+        refused = await client.get(
+            "/v2/user/login", params={"username": "ann", "password": PASSWORD}, headers=guesser
+        )
+        assert refused.status == 429  # the guesser waits, even with the right password
+        assert refused.headers["Retry-After"] == "1"
+
+        response = await client.get(
+            "/v2/user/login", params={"username": "ann", "password": PASSWORD}, headers=owner
+        )
+        assert response.status == 200, await response.text()
+
+
+async def test_a_password_change_keeps_the_session_that_made_it(client: Client, backend: Backend) -> None:
+    await backend.add_user("ann", 1)
+    editor, other = await login(client, "ann"), await login(client, "ann")
+    change = {"email": "ann@example.com", "password": "a brand new secret"}
+
+    response = await client.put("/v2/user/ann", json=change, headers={"api_key": editor})
+
+    assert response.status == 200, await response.text()
+    assert await backend.session_active(editor)
+    assert not await backend.session_active(other)
+    assert (await client.delete("/v2/store/order/1", headers={"api_key": editor})).status == 404
+    assert (await client.delete("/v2/store/order/1", headers={"api_key": other})).status == 401

@@ -1,9 +1,15 @@
-"""Argon2id password hashes, computed off the event loop on a small, bounded thread pool.
+"""Argon2id password hashes, computed off the event loop in two small, bounded lanes.
 
 Hashing is deliberately slow and memory-hungry; run on the event loop it would stall every
-other call. The pool (not asyncio.to_thread's default executor, which is sized from the
-host's CPU count) caps how many hashes run at once, so a burst of logins cannot push the
-process past its memory limit: MAX_CONCURRENT_HASHES x PARAMETERS.memory_cost KiB at most.
+other call. Each lane has its own threads (not asyncio.to_thread's default executor, which is
+sized from the host's CPU count), so at most MAX_CONCURRENT_HASHES x PARAMETERS.memory_cost KiB
+of argon2 memory is in use, and its own queue bound: a request that finds its lane's queue full
+is UNAVAILABLE at once (the gateway answers 503 with Retry-After) instead of waiting behind it.
+
+The LOGIN lane verifies passwords at login (and upgrades old hashes there); the NEW_PASSWORD lane
+hashes new passwords (sign-ups, bulk creates, password changes) and verifies a password sent
+again on a profile edit. A flood of one kind fills its own lane only: a login never waits
+behind sign-ups or password changes, nor they behind a login burst.
 """
 
 from __future__ import annotations
@@ -11,15 +17,16 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import logging
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TypeVar
 
 from argon2 import Parameters, PasswordHasher, Type
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
 from petstore.user.v1 import user_service_pb2
-from petstore_common.errors import InvalidArgument
+from petstore_common.errors import InvalidArgument, Unavailable
 from petstore_common.rules import field_rules
 from petstore_user.common_passwords import is_common
 
@@ -37,8 +44,31 @@ PARAMETERS = Parameters(
 """Cheap enough for a small container under load (tens of ms per hash), still sane. Hashes made
 with other parameters keep verifying and are upgraded at the next successful login."""
 
-MAX_CONCURRENT_HASHES = 2
+
+@dataclass(frozen=True, slots=True)
+class LaneBound:
+    """How many hashes of one lane run at once (its threads) and how many more may wait."""
+
+    name: str
+    workers: int
+    queued: int
+
+    @property
+    def admitted(self) -> int:
+        return self.workers + self.queued
+
+
+LOGIN_LANE = LaneBound("login", workers=1, queued=64)
+"""Login verification: one thread (about 30 ms a hash), so 64 waiting logins are about two
+seconds of work, inside the gateway's 5 s deadline; the 65th waiting is refused at once."""
+NEW_PASSWORD_LANE = LaneBound("new-password", workers=1, queued=16)
+"""Sign-ups, password changes and bulk creates (a whole batch is one job): fewer may wait,
+since each is also bounded by sign-up and password-change budgets."""
+
+MAX_CONCURRENT_HASHES = LOGIN_LANE.workers + NEW_PASSWORD_LANE.workers
 """Hashes computed at once per process (about 38 MiB of argon2 memory at most)."""
+
+LANE_FULL = "too many password checks in progress; retry shortly"
 
 _NEW_PASSWORD = field_rules(user_service_pb2.CreateUserRequest, "password").string
 MIN_PASSWORD_CHARS = _NEW_PASSWORD.min_len
@@ -79,30 +109,92 @@ def check_password(password: str, field: str = "password", *, username: str = ""
         raise InvalidArgument(f"{field} must not be the username")
 
 
-class Passwords:
-    """Hash and verify passwords without blocking the event loop; close() ends the pool."""
+class Lane:
+    """Threads of one kind of hashing, and a count of the jobs admitted to them (running or
+    waiting). A job stays counted until its thread is done with it, even when its caller gave
+    up (a deadline): the bound is on the work, not on the callers still waiting."""
 
-    def __init__(self, parameters: Parameters = PARAMETERS, *, workers: int = MAX_CONCURRENT_HASHES) -> None:
+    def __init__(self, bound: LaneBound) -> None:
+        self.bound = bound
+        self._pool = ThreadPoolExecutor(max_workers=bound.workers, thread_name_prefix=f"argon2-{bound.name}")
+        self._admitted = 0
+        self.hashes = 0
+        """Hashes and verifications admitted so far (what a cheap check spares shows here)."""
+
+    @property
+    def admitted(self) -> int:
+        return self._admitted
+
+    async def run(self, function: Callable[..., T], *args: object, hashes: int = 1) -> T:
+        if self._admitted >= self.bound.admitted:
+            raise Unavailable(LANE_FULL)
+        loop = asyncio.get_running_loop()
+        self._admitted += 1
+        self.hashes += hashes
+        job: Future[T] = self._pool.submit(function, *args)
+        job.add_done_callback(lambda _: loop.call_soon_threadsafe(self._release))
+        return await asyncio.wrap_future(job)
+
+    def _release(self) -> None:
+        self._admitted -= 1
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class Passwords:
+    """Hash and verify passwords without blocking the event loop, each kind of work in its
+    lane; close() ends the lanes' threads."""
+
+    def __init__(
+        self,
+        parameters: Parameters = PARAMETERS,
+        *,
+        login: LaneBound = LOGIN_LANE,
+        new_password: LaneBound = NEW_PASSWORD_LANE,
+    ) -> None:
         self._hasher = PasswordHasher.from_parameters(parameters)
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="argon2")
+        self.login_lane = Lane(login)
+        self.new_password_lane = Lane(new_password)
+
+    @property
+    def hashes(self) -> int:
+        """Hashes and verifications admitted to either lane so far."""
+        return self.login_lane.hashes + self.new_password_lane.hashes
 
     async def hash(self, password: str) -> str:
-        """A fresh salted hash of `password` in PHC string form ($argon2id$...)."""
-        return await self._run(self._hasher.hash, password)
+        """A fresh salted hash of a new password in PHC string form ($argon2id$...)."""
+        return await self.new_password_lane.run(self._hash, password)
+
+    async def hash_many(self, passwords: Sequence[str]) -> list[str]:
+        """Hashes of a batch's new passwords, one job in the new-password lane."""
+        return await self.new_password_lane.run(
+            lambda: [self._hash(password) for password in passwords], hashes=len(passwords)
+        )
 
     async def verify(self, password_hash: str, password: str) -> bool:
-        """Whether `password` is the one `password_hash` was made from."""
-        return await self._run(self._verify, password_hash, password)
+        """Whether `password` is the one `password_hash` was made from (a login)."""
+        return await self.login_lane.run(self._verify, password_hash, password)
+
+    async def rehash(self, password: str) -> str:
+        """A hash with the current parameters of a password that just logged in."""
+        return await self.login_lane.run(self._hash, password)
+
+    async def is_current(self, password_hash: str, password: str) -> bool:
+        """Whether a password sent with a profile edit is the one it has (new-password lane:
+        it is the cost of a password change)."""
+        return await self.new_password_lane.run(self._verify, password_hash, password)
 
     def needs_rehash(self, password_hash: str) -> bool:
         """True when the hash was made with other parameters than the current ones (cheap)."""
         return self._hasher.check_needs_rehash(password_hash)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.login_lane.close()
+        self.new_password_lane.close()
 
-    async def _run(self, function: Callable[..., T], *args: str) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._pool, function, *args)
+    def _hash(self, password: str) -> str:
+        return self._hasher.hash(password)
 
     def _verify(self, password_hash: str, password: str) -> bool:
         try:

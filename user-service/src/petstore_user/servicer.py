@@ -11,13 +11,16 @@ Only staff choose a new user's id: anybody else's is ignored and the store draws
 id is ever given twice (the store retires a deleted user's id), so nobody can step into a
 deleted account's orders or idempotency records.
 
-A password change ends every session of the account, the one that made it included; a wrong
-password counts against the account (login_throttle).
+A password change ends every session of the account but the one that made it (staff's change
+ends them all); the current password sent again (a classic client's whole-record profile edit)
+changes nothing and ends no session. Every cheap check (permission, the If-Match version, a
+taken username, the password-change budget) runs before any hash: a request refused by one of
+them costs no argon2 work. A wrong password counts against the account and its source
+(login_throttle). Usernames are found and kept unique without regard to case.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -26,14 +29,28 @@ import grpc
 from petstore.auth.v1 import caller_pb2
 from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
 from petstore_common.callers import BULK_CREATE_STAFF_ONLY, customer_id, is_staff, require_staff
-from petstore_common.errors import InvalidArgument, NotFound, PermissionDenied, ResourceExhausted
+from petstore_common.errors import (
+    AlreadyExists,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+)
 from petstore_common.idempotency import DEFAULT_TTL_SECONDS, Idempotency, Reservation
 from petstore_common.mongo import KeyedLocks
-from petstore_common.versions import required_versions
-from petstore_user import login_throttle, validation
+from petstore_common.versions import check_version, required_versions
+from petstore_user import login_throttle, password_changes, validation
+from petstore_user.client_sources import UNKNOWN, ClientSources
 from petstore_user.passwords import MAX_PASSWORD_CHARS, Passwords
 from petstore_user.sessions import MAX_SESSION_ID_CHARS, SessionTokens
-from petstore_user.storage.base import Account, UserStore, not_found
+from petstore_user.storage.base import (
+    Account,
+    LoginSource,
+    UserStore,
+    not_found,
+    username_key,
+    username_taken,
+)
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -59,6 +76,7 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         # No ids to reserve: a username is unique, so a retry can never create a second user.
         self._idempotency = Idempotency(store.idempotency, ttl_seconds=idempotency_ttl_seconds)
         self._fingerprint_key = tokens.digest_key()  # requests hold passwords: HMAC, not a bare hash
+        self._sources = ClientSources(tokens.source_key())
         self._next_cleanup = 0.0
         self._attempts = KeyedLocks()
 
@@ -86,7 +104,7 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         validation.check_new_users(request.users)  # before any (costly) hashing
 
         async def create(reservation: Reservation) -> user_service_pb2.CreateUsersResponse:
-            hashes = await asyncio.gather(*(self._passwords.hash(item.password) for item in request.users))
+            hashes = await self._passwords.hash_many([item.password for item in request.users])
             accounts = [
                 Account(item.user, password_hash)
                 for item, password_hash in zip(request.users, hashes, strict=True)
@@ -110,27 +128,36 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         self, request: user_service_pb2.UpdateUserRequest, context: Context
     ) -> user_service_pb2.UpdateUserResponse:
         validation.check_update(request)
-        username = request.username
-        current = await self._changeable(request.caller, username)
+        caller = request.caller
+        account = await self._changeable(caller, request.username)
+        current = account.user
         user = request.user
-        if not is_staff(request.caller):
+        if not is_staff(caller):
             user = _with_status(user, current.user_status)
-        password_hash = await self._passwords.hash(request.password) if request.HasField("password") else None
+        # The cheap checks, before any hash (the store checks version and name again, atomically).
         accepted = required_versions(request.precondition, request.HasField("precondition"))
+        check_version(current.version, accepted, f"user {current.username}")
+        await self._check_name_free(user.username, current.id)
+        password_hash = None
+        if request.HasField("password"):
+            await self._spend_password_change(caller, current.id)
+            if not await self._passwords.is_current(account.password_hash, request.password):
+                password_hash = await self._passwords.hash(request.password)
         updated = await self._store.update(
-            current.id, username, user, password_hash, accepted_versions=accepted
+            current.id, current.username, user, password_hash, accepted_versions=accepted
         )
         if password_hash is not None:
-            # Whoever knew the old password, or held a session, is out; the caller logs in anew.
-            await self._store.end_sessions_of(current.id)
+            # Whoever knew the old password, or held another session, is out. The customer's
+            # own session stays (it just proved the account is its); staff's change ends all.
+            keep = "" if is_staff(caller) else request.session_id
+            await self._store.end_sessions_of(current.id, keep=keep)
         return user_service_pb2.UpdateUserResponse(user=updated)
 
     async def DeleteUser(
         self, request: user_service_pb2.DeleteUserRequest, context: Context
     ) -> user_service_pb2.DeleteUserResponse:
-        username = request.username
-        current = await self._changeable(request.caller, username)
-        await self._store.delete(current.id, username)
+        current = (await self._changeable(request.caller, request.username)).user
+        await self._store.delete(current.id, current.username)
         return user_service_pb2.DeleteUserResponse()
 
     async def Login(
@@ -139,14 +166,15 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         # The field rules refused a login without a password: no guess at all, it counts
         # against nobody.
         username, password = request.username, request.password
-        # Attempts at one account take turns in this process: each reads the count the one
-        # before it left, so a burst of parallel guesses cannot all pass one check of it.
-        async with self._attempts.hold(username):
-            account = await self._check_password(username, password)
+        source = self._sources.source_of(request.client_address)
+        # Attempts at one account take turns in this process: each reads the counts the one
+        # before it left, so a burst of parallel guesses cannot all pass one check of them.
+        async with self._attempts.hold(username_key(username)):
+            account = await self._check_password(username, password, source)
         user_id = account.user.id
         password_hash = account.password_hash
         if self._passwords.needs_rehash(password_hash):
-            new_hash = await self._passwords.hash(password)
+            new_hash = await self._passwords.rehash(password)
             await self._store.replace_password_hash(user_id, password_hash, new_hash)
             password_hash = new_hash
         await self._delete_expired_sessions()
@@ -159,26 +187,51 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         response.expire_time.FromDatetime(issued.session.expires_at)
         return response
 
-    async def _check_password(self, username: str, password: str) -> Account:
-        """The account when `password` is its password; counts a wrong one against it.
+    async def _check_password(self, username: str, password: str, source: str) -> Account:
+        """The account when `password` is its password; counts a wrong one against the account
+        and against `source` (login_throttle).
 
         An unknown username is NOT_FOUND without hashing anything: the contract tells the
         client so anyway (and GetUser is public), so equal timing would hide nothing."""
         account = await self._store.get_account(username)
+        user_id = account.user.id
         now = self._tokens.now().timestamp()
-        wait = login_throttle.seconds_to_wait(account.failures, now)
+        origin = await self._store.login_source(user_id, source)
+        if source == UNKNOWN:  # nobody's usual source: never exempt from the account-wide wait
+            origin = LoginSource(origin.failures)
+        wait = login_throttle.login_wait(account.failures, origin, now)
         if wait:  # refused unheard, right password or not: a guess now would tell nothing
             raise ResourceExhausted(login_throttle.too_many_failures(wait), retry_after_seconds=wait)
         # A password no stored one can be (too long) is wrong without costing a hash.
         in_bounds = len(password) <= MAX_PASSWORD_CHARS
         if not (in_bounds and await self._passwords.verify(account.password_hash, password)):
-            await self._store.record_login_failure(
-                account.user.id, now, forget_before=now - login_throttle.FORGET_AFTER_SECONDS
-            )
+            forget_before = now - login_throttle.FORGET_AFTER_SECONDS
+            await self._store.record_login_failure(user_id, now, forget_before=forget_before)
+            await self._store.record_source_failure(user_id, source, now, forget_before=forget_before)
             raise InvalidArgument(BAD_LOGIN)
-        if account.failures.count:
-            await self._store.clear_login_failures(account.user.id)
+        await self._store.record_source_success(user_id, source, now)
         return account
+
+    async def _check_name_free(self, username: str, user_id: int) -> None:
+        """AlreadyExists when another user has this username, whatever its case."""
+        try:
+            holder = await self._store.get(username)
+        except NotFound:
+            return
+        if holder.id != user_id and username_key(holder.username) == username_key(username):
+            raise AlreadyExists(username_taken(username))
+
+    async def _spend_password_change(self, caller: caller_pb2.Caller, user_id: int) -> None:
+        if is_staff(caller):
+            return
+        wait = await self._store.spend_password_change(
+            user_id,
+            self._tokens.now().timestamp(),
+            password_changes.WINDOW_SECONDS,
+            password_changes.PER_WINDOW,
+        )
+        if wait:
+            raise ResourceExhausted(password_changes.too_many_changes(wait), retry_after_seconds=wait)
 
     async def Logout(
         self, request: user_service_pb2.LogoutRequest, context: Context
@@ -198,19 +251,19 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         active = await self._store.is_session_active(session_id, self._tokens.now())
         return user_service_pb2.CheckSessionResponse(active=active)
 
-    async def _changeable(self, caller: caller_pb2.Caller, username: str) -> user_pb2.User:
-        """The user when this caller may change it. Anybody but staff is refused for any user
-        but its own, absent ones included: a refusal tells nothing about who exists."""
+    async def _changeable(self, caller: caller_pb2.Caller, username: str) -> Account:
+        """The account when this caller may change it. Anybody but staff is refused for any
+        user but its own, absent ones included: a refusal tells nothing about who exists."""
         if is_staff(caller):
-            return await self._store.get(username)
+            return await self._store.get_account(username)
         customer = customer_id(caller)
         if customer is None:
             raise PermissionDenied(NOT_THE_USER)
         try:
-            current = await self._store.get(username)
+            current = await self._store.get_account(username)
         except NotFound:
             raise PermissionDenied(NOT_THE_USER) from None
-        if current.id != customer:
+        if current.user.id != customer:
             raise PermissionDenied(NOT_THE_USER)
         return current
 
@@ -218,7 +271,12 @@ class UserServicer(user_service_pb2_grpc.UserServiceServicer):
         if time.monotonic() < self._next_cleanup:
             return
         self._next_cleanup = time.monotonic() + SESSION_CLEANUP_INTERVAL_SECONDS
-        await self._store.delete_expired_sessions(self._tokens.now())
+        now = self._tokens.now()
+        await self._store.delete_expired_sessions(now)
+        await self._store.delete_stale_login_sources(
+            failed_before=now.timestamp() - login_throttle.FORGET_AFTER_SECONDS,
+            succeeded_before=now.timestamp() - login_throttle.KNOWN_SOURCE_SECONDS,
+        )
 
 
 def _with_status(user: user_pb2.User, user_status: int) -> user_pb2.User:

@@ -39,6 +39,11 @@ class SessionTokens:
         (idempotency fingerprints): never the secret itself."""
         return hashlib.sha256(b"petstore idempotency fingerprint\0" + self._secret.encode()).digest()
 
+    def source_key(self) -> bytes:
+        """A key, derived from the session secret, for the digests of login sources (client
+        addresses): never the secret itself, and not the fingerprints' key either."""
+        return hashlib.sha256(b"petstore login source\0" + self._secret.encode()).digest()
+
     def now(self) -> datetime:
         """The clock sessions expire by (injectable for tests)."""
         return datetime.fromtimestamp(self._clock(), UTC)

@@ -10,7 +10,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from petstore.user.v1 import user_pb2
 from petstore_common.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
-from petstore_user.storage.base import Account, LoginFailures, Session, UserStore
+from petstore_user.storage.base import Account, LoginFailures, LoginSource, Session, UserStore
 from petstore_user.storage.documents import Document
 from petstore_user.storage.memory import MemoryUserStore
 from petstore_user.storage.mongo import MongoUserStore
@@ -111,12 +111,37 @@ async def test_a_taken_username_is_already_exists_and_never_overwrites(store: Us
     assert (await store.get_account("ann")).password_hash == HASH
 
 
-async def test_usernames_are_case_sensitive(store: UserStore) -> None:
-    await store.create(an_account(a_user("ann")))
+async def test_usernames_are_unique_and_found_without_regard_to_case(store: UserStore) -> None:
+    bob = await store.create(an_account(a_user("bob")))
 
-    other = await store.create(an_account(a_user("Ann")))
+    for twin in ("Bob", "BOB", "bOb"):
+        with pytest.raises(AlreadyExists, match=rf"^username {twin} is taken$"):
+            await store.create(an_account(a_user(twin)))
+    assert await store.get("BOB") == bob
+    assert (await store.get_account("Bob")).user == bob
 
-    assert (await store.get("Ann")).id == other.id
+
+async def test_a_batch_refuses_a_name_differing_only_in_case(store: UserStore) -> None:
+    await store.create(an_account(a_user("bob")))
+
+    with pytest.raises(AlreadyExists, match=r"^users\[1\]: username Bob is taken$"):
+        await store.create_many([an_account(a_user("cat")), an_account(a_user("Bob"))])
+    with pytest.raises(InvalidArgument, match=r"^users\[1\]: duplicate username$"):
+        await store.create_many([an_account(a_user("dan")), an_account(a_user("DAN"))])
+    with pytest.raises(NotFound):
+        await store.get("cat")
+
+
+async def test_a_rename_onto_another_case_of_a_taken_name_is_refused(store: UserStore) -> None:
+    await store.create(an_account(a_user("bob")))
+    eve = await store.create(an_account(a_user("eve")))
+
+    with pytest.raises(AlreadyExists, match=r"^username Bob is taken$"):
+        await store.update(eve.id, "eve", a_user("Bob"), None)
+    # Its own name in another case is its own.
+    renamed = await store.update(eve.id, "eve", a_user("Eve"), None)
+    assert (await store.get("eve")) == renamed
+    assert renamed.username == "Eve"
 
 
 async def test_racing_creates_of_one_username_store_it_once(store: UserStore) -> None:
@@ -341,6 +366,96 @@ async def test_ending_the_sessions_of_a_user_leaves_others(store: UserStore) -> 
     assert not await store.is_session_active("a" * 32, NOW)
     assert not await store.is_session_active("c" * 32, NOW)
     assert await store.is_session_active("b" * 32, NOW)
+
+
+async def test_ending_the_sessions_of_a_user_may_keep_one(store: UserStore) -> None:
+    ann = await store.create(an_account(a_user("ann")))
+    bob = await store.create(an_account(a_user("bob")))
+    await store.add_session(Session("a" * 32, ann.id, NOW + timedelta(hours=1)), HASH)
+    await store.add_session(Session("c" * 32, ann.id, NOW + timedelta(hours=1)), HASH)
+    await store.add_session(Session("b" * 32, bob.id, NOW + timedelta(hours=1)), HASH)
+
+    await store.end_sessions_of(ann.id, keep="a" * 32)
+    await store.end_sessions_of(bob.id, keep="a" * 32)  # not bob's: keeps nothing of bob's
+
+    assert await store.is_session_active("a" * 32, NOW)
+    assert not await store.is_session_active("c" * 32, NOW)
+    assert not await store.is_session_active("b" * 32, NOW)
+
+
+async def test_login_sources_are_counted_per_user_and_source(store: UserStore) -> None:
+    ann = await store.create(an_account(a_user("ann")))
+    bob = await store.create(an_account(a_user("bob")))
+    assert await store.login_source(ann.id, "s1") == LoginSource()
+
+    for second in range(1, 4):
+        counted = await store.record_source_failure(ann.id, "s1", 1000.0 + second, forget_before=0.0)
+        assert counted == LoginFailures(second, 1000.0 + second)
+    await store.record_source_failure(ann.id, "s2", 1010.0, forget_before=0.0)
+
+    assert await store.login_source(ann.id, "s1") == LoginSource(LoginFailures(3, 1003.0))
+    assert await store.login_source(ann.id, "s2") == LoginSource(LoginFailures(1, 1010.0))
+    assert await store.login_source(bob.id, "s1") == LoginSource()
+    assert (await store.get("ann")) == ann  # not a change of the user
+    # Counting starts again after forget_before.
+    assert await store.record_source_failure(ann.id, "s2", 9000.0, forget_before=1010.0) == LoginFailures(
+        1, 9000.0
+    )
+
+    await store.record_source_success(ann.id, "s1", 2000.0)
+    assert await store.login_source(ann.id, "s1") == LoginSource(succeeded_at=2000.0)
+    await store.record_source_failure(ann.id, "s1", 2001.0, forget_before=0.0)
+    assert await store.login_source(ann.id, "s1") == LoginSource(LoginFailures(1, 2001.0), 2000.0)
+
+
+async def test_concurrent_source_failures_are_all_counted(store: UserStore) -> None:
+    ann = await store.create(an_account(a_user("ann")))
+
+    await asyncio.gather(
+        *(store.record_source_failure(ann.id, "s", 1000.0 + n, forget_before=0.0) for n in range(8))
+    )
+
+    assert (await store.login_source(ann.id, "s")).failures.count == 8
+
+
+async def test_stale_login_sources_and_a_deleted_users_are_forgotten(store: UserStore) -> None:
+    ann = await store.create(an_account(a_user("ann")))
+    bob = await store.create(an_account(a_user("bob")))
+    await store.record_source_failure(ann.id, "failed-long-ago", 1000.0, forget_before=0.0)
+    await store.record_source_failure(ann.id, "failed-lately", 5000.0, forget_before=0.0)
+    await store.record_source_success(ann.id, "known", 1000.0)
+    await store.record_source_success(ann.id, "known-lately", 5000.0)
+    await store.record_source_failure(bob.id, "s", 5000.0, forget_before=0.0)
+
+    assert await store.delete_stale_login_sources(failed_before=2000.0, succeeded_before=2000.0) == 2
+    assert await store.login_source(ann.id, "failed-long-ago") == LoginSource()
+    assert await store.login_source(ann.id, "known") == LoginSource()
+    assert (await store.login_source(ann.id, "failed-lately")).failures.count == 1
+    assert (await store.login_source(ann.id, "known-lately")).succeeded_at == 5000.0
+
+    await store.delete(bob.id, "bob")
+    assert await store.login_source(bob.id, "s") == LoginSource()
+    assert await store.record_source_failure(bob.id, "s", 5001.0, forget_before=0.0) == LoginFailures()
+
+
+async def test_password_changes_are_budgeted_per_user_and_window(store: UserStore) -> None:
+    ann = await store.create(an_account(a_user("ann")))
+    bob = await store.create(an_account(a_user("bob")))
+
+    spent = [await store.spend_password_change(ann.id, 1000.0 + n, 3600.0, 3) for n in range(4)]
+
+    assert spent == [0, 0, 0, 3600 - 3]  # the fourth waits until the window that began at 1000 ends
+    assert await store.spend_password_change(bob.id, 1010.0, 3600.0, 3) == 0
+    assert await store.spend_password_change(ann.id, 4600.0, 3600.0, 3) == 0  # a new window
+    assert (await store.get("ann")) == ann  # not a change of the user
+
+
+async def test_racing_password_changes_take_no_more_than_the_budget(store: UserStore) -> None:
+    ann = await store.create(an_account(a_user("ann")))
+
+    waits = await asyncio.gather(*(store.spend_password_change(ann.id, 1000.0, 3600.0, 3) for _ in range(10)))
+
+    assert waits.count(0) == 3
 
 
 async def test_login_failures_are_counted_per_user_and_read_with_the_account(store: UserStore) -> None:

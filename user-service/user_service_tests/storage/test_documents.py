@@ -36,6 +36,7 @@ def test_an_account_becomes_a_document_and_back() -> None:
         "email": "ann@example.com",
         "phone": "555",
         "user_status": 2,
+        "username_key": "ann",
         "password_hash": "$argon2id$hash",
         "version": 1,
     }
@@ -69,6 +70,7 @@ def test_a_user_without_id_has_no_id_key() -> None:
         "email": "",
         "phone": "",
         "user_status": 0,
+        "username_key": "bob",
     }
 
 

@@ -103,7 +103,10 @@ async def login(request: web.Request) -> web.Response:
     reply = await call(
         request,
         request.config_dict[CLIENTS].user.Login,
-        user_service_pb2.LoginRequest(username=username, password=password),
+        # The service throttles wrong passwords per account and source: whose is this one.
+        user_service_pb2.LoginRequest(
+            username=username, password=password, client_address=request_address(request)
+        ),
         service=SERVICE,
     )
     headers = {"X-Expires-After": format_utc(reply.expire_time)}
@@ -156,8 +159,10 @@ async def update_user(request: web.Request) -> web.Response:
     user, password = await read_body(request, USER, lambda value: user_from_wire(value, for_create=False))
     if not user.username:
         user.username = username  # no username in the body: keep the current one
+    principal = request[PRINCIPAL]
+    # The session making the change survives a new password; the service ends every other one.
     update = user_service_pb2.UpdateUserRequest(
-        username=username, user=user, caller=request[PRINCIPAL].caller()
+        username=username, user=user, caller=principal.caller(), session_id=principal.session_id or ""
     )
     if password is not None:
         update.password = password

@@ -6,6 +6,7 @@ clients may see, so nothing a store returns as a `User` can leak a hash.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,6 +30,18 @@ NO_FAILURES = LoginFailures()
 
 
 @dataclass(frozen=True, slots=True)
+class LoginSource:
+    """What one source (a digest of a client address) did at one account: its wrong passwords
+    since its last good one, and when it last logged in (epoch seconds, 0: never)."""
+
+    failures: LoginFailures = NO_FAILURES
+    succeeded_at: float = 0.0
+
+
+NEW_SOURCE = LoginSource()
+
+
+@dataclass(frozen=True, slots=True)
 class Account:
     """A user and the argon2 hash of its password (stores never see a password)."""
 
@@ -46,6 +59,13 @@ class Session:
     user_id: int
     expires_at: datetime
     """Timezone-aware; the session is active strictly before this instant (like the token's exp)."""
+
+
+def username_key(username: str) -> str:
+    """What usernames are unique by and found by: NFKC-normalized and case-folded, so `Bob`
+    and `bob` are one name (for today's ASCII pattern this is casefold(); the normalization
+    keeps the rule sound should the pattern ever admit more)."""
+    return unicodedata.normalize("NFKC", username).casefold()
 
 
 def not_found(username: str) -> str:
@@ -66,13 +86,15 @@ def in_batch(index: int, message: str) -> str:
 
 
 def check_distinct(users: Sequence[user_pb2.User]) -> None:
-    """A batch may not name the same username or client-chosen id twice (InvalidArgument)."""
+    """A batch may not name the same username (whatever its case) or client-chosen id twice
+    (InvalidArgument)."""
     usernames: set[str] = set()
     ids: set[int] = set()
     for index, user in enumerate(users):
-        if user.username in usernames:
+        key = username_key(user.username)
+        if key in usernames:
             raise InvalidArgument(in_batch(index, "duplicate username"))
-        usernames.add(user.username)
+        usernames.add(key)
         if user.HasField("id"):
             if user.id in ids:
                 raise InvalidArgument(in_batch(index, "duplicate id"))
@@ -80,7 +102,8 @@ def check_distinct(users: Sequence[user_pb2.User]) -> None:
 
 
 class UserStore(Protocol):
-    """Users keyed by a positive integer id and by their unique username, and login sessions.
+    """Users keyed by a positive integer id and by their username, unique and found without
+    regard to case (username_key), and login sessions.
 
     Every method raises petstore_common.errors exceptions with a client-safe message; stored
     and returned users are copies, never shared with the caller.
@@ -99,7 +122,7 @@ class UserStore(Protocol):
     async def create(self, account: Account) -> user_pb2.User:
         """Store a new user under its own id or, without one, a fresh id.
 
-        AlreadyExists when the username or the id is taken, decided atomically by the store
+        AlreadyExists when the username (by its key) or the id is taken, decided atomically by the store
         (concurrent creates of one username: exactly one succeeds). An id stays taken after
         its user is deleted: no id ever names two accounts, so nothing that names a deleted
         user's id (its orders, its idempotency records) can pass to a newcomer.
@@ -114,10 +137,11 @@ class UserStore(Protocol):
         """
 
     async def get(self, username: str) -> user_pb2.User:
-        """The user with this username; NotFound when absent."""
+        """The user with this username, whatever its case; NotFound when absent. (Where two
+        stored before the rule differ only in case, the exact one.)"""
 
     async def get_account(self, username: str) -> Account:
-        """The user with this username and its password hash; NotFound when absent."""
+        """The user with this username (as `get`) and its password hash; NotFound when absent."""
 
     async def update(
         self,
@@ -133,8 +157,9 @@ class UserStore(Protocol):
 
         The password hash changes only when one is given. NotFound when no user has both
         (deleted or renamed since the caller read it); AlreadyExists when `user.username`
-        is another user's; with `accepted_versions`, FailedPrecondition (nothing changed) when
-        the stored version is not one of them, checked atomically with the write.
+        is another user's, whatever its case; with `accepted_versions`, FailedPrecondition
+        (nothing changed) when the stored version is not one of them, checked atomically with
+        the write.
         """
 
     async def replace_password_hash(self, user_id: int, old_hash: str, new_hash: str) -> None:
@@ -149,15 +174,36 @@ class UserStore(Protocol):
         was at or before `forget_before`; the count as stored (NO_FAILURES when the user is gone)."""
 
     async def clear_login_failures(self, user_id: int) -> None:
-        """Forget the user's wrong passwords (after a good one)."""
+        """Forget the user's wrong passwords."""
+
+    async def login_source(self, user_id: int, source: str) -> LoginSource:
+        """What `source` (an address digest) did at the user's account (NEW_SOURCE: nothing)."""
+
+    async def record_source_failure(
+        self, user_id: int, source: str, now: float, forget_before: float
+    ) -> LoginFailures:
+        """Count one more wrong password from `source` at the user, starting again from one
+        when its last was at or before `forget_before`; the source's count as stored."""
+
+    async def record_source_success(self, user_id: int, source: str, now: float) -> None:
+        """`source` logged in to the user at `now`: its wrong passwords are forgotten."""
+
+    async def delete_stale_login_sources(self, failed_before: float, succeeded_before: float) -> int:
+        """Forget sources whose last failure is at or before `failed_before` and whose last
+        login is at or before `succeeded_before`; returns how many."""
+
+    async def spend_password_change(self, user_id: int, now: float, window_seconds: float, limit: int) -> int:
+        """Take one of the user's `limit` password changes per window (a window starts at
+        the first change after the last one ended): 0 when taken, else the whole seconds until
+        the window ends (nothing taken). 0 for an absent user (its update fails anyway)."""
 
     async def add_session(self, session: Session, password_hash: str) -> None:
         """Store a session of an existing user whose password hash is still `password_hash`;
         NotFound when that user is gone or its password changed since it was checked (so no
         session outlives a concurrent delete or password change)."""
 
-    async def end_sessions_of(self, user_id: int) -> None:
-        """Forget every session of the user (its password changed)."""
+    async def end_sessions_of(self, user_id: int, *, keep: str = "") -> None:
+        """Forget every session of the user (its password changed) but the one `keep` names."""
 
     async def is_session_active(self, session_id: str, now: datetime) -> bool:
         """True when the session is stored, not ended and expires after `now`."""

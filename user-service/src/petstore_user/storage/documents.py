@@ -11,13 +11,19 @@ from typing import Any
 
 from petstore.user.v1 import user_pb2
 from petstore_common.versions import FIRST_VERSION, VERSION_KEY
-from petstore_user.storage.base import NO_FAILURES, Account, LoginFailures, Session
+from petstore_user.storage.base import NO_FAILURES, Account, LoginFailures, Session, username_key
 
 Document = dict[str, Any]
 
 USER_FIELDS: tuple[str, ...] = ("username", "first_name", "last_name", "email", "phone", "user_status")
 """Every field of a user but the id (which is the document's `_id`) and the version."""
 """Set by the store on each write; absent in documents written before users had versions (0)."""
+USERNAME_KEY = "username_key"
+"""username_key(username), under a unique index: usernames are unique without regard to case.
+Documents written before it have none until ensure_indexes backfills them."""
+PASSWORD_CHANGES_KEY = "password_changes"  # noqa: S105 (a field name, no password)
+PASSWORD_CHANGES_SINCE_KEY = "password_changes_since"  # noqa: S105
+"""Password changes in the current window, and when it started (epoch seconds)."""
 FAILURES_KEY = "login_failures"
 FAILURES_AT_KEY = "login_failed_at"
 """Wrong passwords since the last login, and when the last was (epoch seconds); absent when none."""
@@ -28,8 +34,11 @@ LIVE: Document = {RETIRED_KEY: {"$ne": True}}
 
 
 def user_fields(user: user_pb2.User) -> Document:
-    """The stored fields of a user, without its id: what an update replaces."""
-    return {name: getattr(user, name) for name in USER_FIELDS}
+    """The stored fields of a user, without its id: what an update replaces (with the key of
+    its username)."""
+    fields: Document = {name: getattr(user, name) for name in USER_FIELDS}
+    fields[USERNAME_KEY] = username_key(user.username)
+    return fields
 
 
 def account_to_document(account: Account) -> Document:
@@ -63,7 +72,8 @@ def failures_from_document(document: Mapping[str, Any]) -> LoginFailures:
 def retired_document(user_id: int) -> Document:
     """What a deleted user leaves: its id, and a username no client can send (usernames are
     letters, digits and . _ - @), unique as the index needs."""
-    return {"_id": user_id, "username": f"#retired/{user_id}", RETIRED_KEY: True}
+    username = f"#retired/{user_id}"
+    return {"_id": user_id, "username": username, USERNAME_KEY: username, RETIRED_KEY: True}
 
 
 def session_to_document(session: Session) -> Document:

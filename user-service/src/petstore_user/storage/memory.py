@@ -7,6 +7,7 @@ what makes usernames unique here, as the unique index does in MongoDB.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,14 +17,17 @@ from petstore_common.errors import AlreadyExists, NotFound
 from petstore_common.idempotency import MemoryIdempotencyStore
 from petstore_common.versions import FIRST_VERSION, check_version
 from petstore_user.storage.base import (
+    NEW_SOURCE,
     NO_FAILURES,
     Account,
     LoginFailures,
+    LoginSource,
     Session,
     check_distinct,
     id_taken,
     in_batch,
     not_found,
+    username_key,
     username_taken,
 )
 
@@ -39,8 +43,12 @@ class MemoryUserStore:
     def __init__(self) -> None:
         self._accounts: dict[int, Account] = {}
         self._ids_by_username: dict[str, int] = {}
+        """Keyed by username_key: one entry per name whatever its case."""
         self._sessions: dict[str, _StoredSession] = {}
         self._failures: dict[int, LoginFailures] = {}
+        self._sources: dict[tuple[int, str], LoginSource] = {}
+        self._password_changes: dict[int, tuple[int, float]] = {}
+        """Per user: password changes in the current window, and when it started."""
         self._retired_ids: set[int] = set()
         """Ids of deleted users: never given again."""
         self._last_assigned_id = 0
@@ -86,13 +94,13 @@ class MemoryUserStore:
         if stored is None or stored.user.username != username:
             raise NotFound(not_found(username))
         check_version(stored.user.version, accepted_versions, f"user {username}")
-        if user.username != username and user.username in self._ids_by_username:
+        if self._ids_by_username.get(username_key(user.username), user_id) != user_id:
             raise AlreadyExists(username_taken(user.username))
         replacement = _copy(user)
         replacement.id = user_id
         replacement.version = stored.user.version + 1
-        del self._ids_by_username[username]
-        self._ids_by_username[replacement.username] = user_id
+        del self._ids_by_username[username_key(username)]
+        self._ids_by_username[username_key(replacement.username)] = user_id
         self._accounts[user_id] = Account(
             replacement, stored.password_hash if password_hash is None else password_hash
         )
@@ -108,8 +116,11 @@ class MemoryUserStore:
         if stored is None or stored.user.username != username:
             raise NotFound(not_found(username))
         del self._accounts[user_id]
-        del self._ids_by_username[username]
+        del self._ids_by_username[username_key(username)]
         self._failures.pop(user_id, None)
+        self._password_changes.pop(user_id, None)
+        for key in [key for key in self._sources if key[0] == user_id]:
+            del self._sources[key]
         self._retired_ids.add(user_id)
         await self.end_sessions_of(user_id)
 
@@ -124,14 +135,53 @@ class MemoryUserStore:
     async def clear_login_failures(self, user_id: int) -> None:
         self._failures.pop(user_id, None)
 
+    async def login_source(self, user_id: int, source: str) -> LoginSource:
+        return self._sources.get((user_id, source), NEW_SOURCE)
+
+    async def record_source_failure(
+        self, user_id: int, source: str, now: float, forget_before: float
+    ) -> LoginFailures:
+        if user_id not in self._accounts:
+            return NO_FAILURES
+        earlier = self._sources.get((user_id, source), NEW_SOURCE)
+        count = earlier.failures.count + 1 if earlier.failures.last_at > forget_before else 1
+        self._sources[user_id, source] = LoginSource(LoginFailures(count, now), earlier.succeeded_at)
+        return self._sources[user_id, source].failures
+
+    async def record_source_success(self, user_id: int, source: str, now: float) -> None:
+        if user_id in self._accounts:
+            self._sources[user_id, source] = LoginSource(NO_FAILURES, now)
+
+    async def delete_stale_login_sources(self, failed_before: float, succeeded_before: float) -> int:
+        stale = [
+            key
+            for key, source in self._sources.items()
+            if source.failures.last_at <= failed_before and source.succeeded_at <= succeeded_before
+        ]
+        for key in stale:
+            del self._sources[key]
+        return len(stale)
+
+    async def spend_password_change(self, user_id: int, now: float, window_seconds: float, limit: int) -> int:
+        if user_id not in self._accounts:
+            return 0
+        count, since = self._password_changes.get(user_id, (0, now))
+        if since <= now - window_seconds:
+            count, since = 0, now
+        if count >= limit:
+            return max(1, math.ceil(since + window_seconds - now))
+        self._password_changes[user_id] = (count + 1, since)
+        return 0
+
     async def add_session(self, session: Session, password_hash: str) -> None:
         stored = self._accounts.get(session.user_id)
         if stored is None or stored.password_hash != password_hash:
             raise NotFound(f"user {session.user_id} not found")
         self._sessions[session.session_id] = _StoredSession(session.user_id, session.expires_at)
 
-    async def end_sessions_of(self, user_id: int) -> None:
-        for session_id in [i for i, session in self._sessions.items() if session.user_id == user_id]:
+    async def end_sessions_of(self, user_id: int, *, keep: str = "") -> None:
+        ended = [i for i, session in self._sessions.items() if session.user_id == user_id and i != keep]
+        for session_id in ended:
             del self._sessions[session_id]
 
     async def is_session_active(self, session_id: str, now: datetime) -> bool:
@@ -150,7 +200,7 @@ class MemoryUserStore:
         return len(expired)
 
     def _stored(self, username: str) -> Account:
-        user_id = self._ids_by_username.get(username)
+        user_id = self._ids_by_username.get(username_key(username))
         if user_id is None:
             raise NotFound(not_found(username))
         return self._accounts[user_id]
@@ -158,7 +208,7 @@ class MemoryUserStore:
     def _check_free(self, user: user_pb2.User) -> None:
         if user.HasField("id") and (user.id in self._accounts or user.id in self._retired_ids):
             raise AlreadyExists(id_taken(user.id))
-        if user.username in self._ids_by_username:
+        if username_key(user.username) in self._ids_by_username:
             raise AlreadyExists(username_taken(user.username))
 
     def _insert(self, account: Account) -> user_pb2.User:
@@ -173,7 +223,7 @@ class MemoryUserStore:
             )
             self._last_assigned_id = stored.id
         self._accounts[stored.id] = Account(stored, account.password_hash)
-        self._ids_by_username[stored.username] = stored.id
+        self._ids_by_username[username_key(stored.username)] = stored.id
         return _copy(stored)
 
 

@@ -6,10 +6,18 @@ deleted by `delete_expired_sessions`.
 
 A deleted user's document is replaced by a tombstone (documents.retired_document) that keeps
 its `_id`: the id stays taken, so neither a staff create nor the id counter can give it again.
+
+Usernames are unique by `username_key` (base.username_key: case-folded), under a unique index.
+Documents stored before that key existed get it at startup (ensure_indexes). Two such accounts
+whose names differ only in case cannot share a key: the older (lower id) keeps it, the other is
+given `<key>#<id>` (no username holds `#`, so no new name can collide with it) and a warning is
+logged with both ids. Both stay reachable: a look-up prefers the exact username, then the key.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 from collections.abc import Collection, Sequence
 from datetime import datetime
 
@@ -30,20 +38,26 @@ from petstore_common.mongo import (
 )
 from petstore_common.versions import VERSION_KEY
 from petstore_user.storage.base import (
+    NEW_SOURCE,
     NO_FAILURES,
     Account,
     LoginFailures,
+    LoginSource,
     Session,
     check_distinct,
     id_taken,
     in_batch,
     not_found,
+    username_key,
     username_taken,
 )
 from petstore_user.storage.documents import (
     FAILURES_AT_KEY,
     FAILURES_KEY,
     LIVE,
+    PASSWORD_CHANGES_KEY,
+    PASSWORD_CHANGES_SINCE_KEY,
+    USERNAME_KEY,
     Document,
     account_from_document,
     account_to_document,
@@ -53,6 +67,8 @@ from petstore_user.storage.documents import (
     user_fields,
     user_from_document,
 )
+
+log = logging.getLogger(__name__)
 
 USER_ID_COUNTER = "users"
 
@@ -64,6 +80,8 @@ class MongoUserStore:
         self._database = database
         self._users = database["users"]
         self._sessions = database["sessions"]
+        self._sources = database["login_sources"]
+        """One document per (user, source digest): `_id` "<user id>:<digest>"."""
         self._ids = IdAllocator(database["counters"], USER_ID_COUNTER)
         self.idempotency = MongoIdempotencyStore(database["idempotency_keys"])
         self._writing = KeyedLocks()
@@ -71,8 +89,34 @@ class MongoUserStore:
     async def ensure_indexes(self) -> None:
         await self.idempotency.ensure_indexes()
         await self._users.create_index("username", unique=True)
+        await self._backfill_username_keys()
+        await self._users.create_index(USERNAME_KEY, unique=True)
         await self._sessions.create_index("user_id")
         await self._sessions.create_index("expires_at")
+        await self._sources.create_index("user_id")
+        await self._sources.create_index("failed_at")
+
+    async def _backfill_username_keys(self) -> None:
+        """Give every document written before usernames had keys its key (see the module)."""
+        owners: dict[str, int] = {}
+        keyed = self._users.find({USERNAME_KEY: {"$exists": True}}, projection={USERNAME_KEY: 1})
+        async for document in keyed:
+            owners[document[USERNAME_KEY]] = document["_id"]
+        missing = self._users.find({USERNAME_KEY: {"$exists": False}}, projection={"username": 1})
+        async for document in missing.sort("_id", 1):
+            key = username_key(document["username"])
+            if key in owners:
+                log.warning(
+                    "usernames differ only in case: user %s keeps the name's key, user %s is "
+                    "found by its exact username only",
+                    owners[key],
+                    document["_id"],
+                )
+                key = f"{key}#{document['_id']}"
+            owners[key] = document["_id"]
+            await self._users.update_one(
+                {"_id": document["_id"], USERNAME_KEY: {"$exists": False}}, {"$set": {USERNAME_KEY: key}}
+            )
 
     async def ping(self) -> None:
         await ping(self._database.client)
@@ -127,6 +171,8 @@ class MongoUserStore:
         accepted_versions: Collection[int] | None = None,
     ) -> user_pb2.User:
         changes = user_fields(user)
+        if user.username == username:
+            del changes[USERNAME_KEY]  # kept as stored (see the module: a collision's key stays)
         if password_hash is not None:
             changes["password_hash"] = password_hash
         async with self._writing.hold(user_id):  # see KeyedLocks: FerretDB's updates are two steps
@@ -159,6 +205,7 @@ class MongoUserStore:
         if replaced is None:
             raise NotFound(not_found(username))
         await self.end_sessions_of(user_id)
+        await self._sources.delete_many({"user_id": user_id})
 
     async def record_login_failure(self, user_id: int, now: float, forget_before: float) -> LoginFailures:
         recent: Document = {"_id": user_id, **LIVE, FAILURES_AT_KEY: {"$gt": forget_before}}
@@ -190,6 +237,72 @@ class MongoUserStore:
             {"$unset": {FAILURES_KEY: "", FAILURES_AT_KEY: ""}},
         )
 
+    async def login_source(self, user_id: int, source: str) -> LoginSource:
+        document = await self._sources.find_one({"_id": _source_id(user_id, source)})
+        if document is None:
+            return NEW_SOURCE
+        failures = LoginFailures(int(document["failures"]), float(document["failed_at"]))
+        return LoginSource(failures if failures.count else NO_FAILURES, float(document["succeeded_at"]))
+
+    async def record_source_failure(
+        self, user_id: int, source: str, now: float, forget_before: float
+    ) -> LoginFailures:
+        if await self._users.find_one({"_id": user_id, **LIVE}, projection={"_id": 1}) is None:
+            return NO_FAILURES
+        source_id = _source_id(user_id, source)
+        async with self._writing.hold(source_id):  # FerretDB's $inc is a read and a write
+            earlier = await self.login_source(user_id, source)
+            count = earlier.failures.count + 1 if earlier.failures.last_at > forget_before else 1
+            await self._sources.update_one(
+                {"_id": source_id},
+                {
+                    "$set": {"user_id": user_id, "failures": count, "failed_at": now},
+                    "$setOnInsert": {"succeeded_at": 0.0},
+                },
+                upsert=True,
+            )
+        return LoginFailures(count, now)
+
+    async def record_source_success(self, user_id: int, source: str, now: float) -> None:
+        source_id = _source_id(user_id, source)
+        async with self._writing.hold(source_id):
+            await self._sources.update_one(
+                {"_id": source_id},
+                {"$set": {"user_id": user_id, "failures": 0, "failed_at": 0.0, "succeeded_at": now}},
+                upsert=True,
+            )
+
+    async def delete_stale_login_sources(self, failed_before: float, succeeded_before: float) -> int:
+        stale = {"failed_at": {"$lte": failed_before}, "succeeded_at": {"$lte": succeeded_before}}
+        return (await self._sources.delete_many(stale)).deleted_count
+
+    async def spend_password_change(self, user_id: int, now: float, window_seconds: float, limit: int) -> int:
+        window_start = now - window_seconds
+        current: Document = {
+            "_id": user_id,
+            **LIVE,
+            PASSWORD_CHANGES_SINCE_KEY: {"$gt": window_start},
+            PASSWORD_CHANGES_KEY: {"$lt": limit},
+        }
+        ended: Document = {
+            "_id": user_id,
+            **LIVE,
+            "$or": [
+                {PASSWORD_CHANGES_SINCE_KEY: {"$lte": window_start}},
+                {PASSWORD_CHANGES_SINCE_KEY: {"$exists": False}},
+            ],
+        }
+        async with self._writing.hold(user_id):  # FerretDB's $inc is a read and a write
+            if await self._users.find_one_and_update(current, {"$inc": {PASSWORD_CHANGES_KEY: 1}}):
+                return 0
+            fresh = {"$set": {PASSWORD_CHANGES_KEY: 1, PASSWORD_CHANGES_SINCE_KEY: now}}
+            if await self._users.find_one_and_update(ended, fresh):
+                return 0
+            document = await self._users.find_one({"_id": user_id, **LIVE})
+        if document is None:
+            return 0
+        return max(1, math.ceil(float(document[PASSWORD_CHANGES_SINCE_KEY]) + window_seconds - now))
+
     async def add_session(self, session: Session, password_hash: str) -> None:
         await self._sessions.insert_one(session_to_document(session))
         # A delete or password change may have run since the caller checked the password: look
@@ -199,8 +312,8 @@ class MongoUserStore:
             await self._sessions.delete_one({"_id": session.session_id})
             raise NotFound(f"user {session.user_id} not found")
 
-    async def end_sessions_of(self, user_id: int) -> None:
-        await self._sessions.delete_many({"user_id": user_id})
+    async def end_sessions_of(self, user_id: int, *, keep: str = "") -> None:
+        await self._sessions.delete_many({"user_id": user_id, "_id": {"$ne": keep}})
 
     async def is_session_active(self, session_id: str, now: datetime) -> bool:
         query: Document = {"_id": session_id, "ended": False, "expires_at": {"$gt": now}}
@@ -214,27 +327,29 @@ class MongoUserStore:
         return result.deleted_count
 
     async def _find(self, username: str) -> Document:
-        document = await self._users.find_one({"username": username, **LIVE})
-        if document is None:
+        """The exact username's user, else the one whose key it has (see the module)."""
+        query: Document = {"$or": [{"username": username}, {USERNAME_KEY: username_key(username)}], **LIVE}
+        found = [document async for document in self._users.find(query).limit(2)]
+        if not found:
             raise NotFound(not_found(username))
-        return document
+        return next((document for document in found if document["username"] == username), found[0])
 
     async def _check_none_taken(self, accounts: Sequence[Account]) -> None:
         """AlreadyExists naming the first user whose username or id is stored already."""
-        usernames = [account.user.username for account in accounts]
+        keys = [username_key(account.user.username) for account in accounts]
         ids = [account.user.id for account in accounts if account.user.HasField("id")]
-        query: Document = {"username": {"$in": usernames}}
+        query: Document = {USERNAME_KEY: {"$in": keys}}
         if ids:
             query = {"$or": [query, {"_id": {"$in": ids}}]}
         taken_names: set[str] = set()
         taken_ids: set[int] = set()
-        async for document in self._users.find(query, projection={"username": 1}):
-            taken_names.add(document["username"])
+        async for document in self._users.find(query, projection={USERNAME_KEY: 1}):
+            taken_names.add(document[USERNAME_KEY])
             taken_ids.add(document["_id"])
         for index, account in enumerate(accounts):
             if account.user.HasField("id") and account.user.id in taken_ids:
                 raise AlreadyExists(in_batch(index, id_taken(account.user.id)))
-            if account.user.username in taken_names:
+            if username_key(account.user.username) in taken_names:
                 raise AlreadyExists(in_batch(index, username_taken(account.user.username)))
 
     async def _conflict(self, exc: DuplicateKeyError, user: user_pb2.User) -> AlreadyExists:
@@ -255,3 +370,7 @@ def _violates_unique_index(exc: OperationFailure) -> bool:
     so for inserts only, and fails an update with InternalError "UNIQUE constraint failed"
     (from SQLite), leaving the document unchanged."""
     return isinstance(exc, DuplicateKeyError) or (exc.code == 1 and "UNIQUE constraint failed" in str(exc))
+
+
+def _source_id(user_id: int, source: str) -> str:
+    return f"{user_id}:{source}"

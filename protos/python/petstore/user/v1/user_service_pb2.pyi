@@ -256,10 +256,16 @@ class UpdateUserRequest(_message.Message):
     PASSWORD_FIELD_NUMBER: _builtins.int
     CALLER_FIELD_NUMBER: _builtins.int
     PRECONDITION_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
     username: _builtins.str
     """The current username of the user to update (a valid username, as User.username)."""
     password: _builtins.str
     """A new password, when it changes: 8 to 128 characters, as CreateUserRequest.password."""
+    session_id: _builtins.str
+    """The id (jti) of the session the caller authenticated with, when it used one: a new password
+    ends every other session of the user and keeps this one (a customer's own edit). Empty:
+    every session ends.
+    """
     @_builtins.property
     def user(self) -> _user_pb2.User:
         """The user's new fields; a different username renames the user."""
@@ -282,10 +288,11 @@ class UpdateUserRequest(_message.Message):
         password: _builtins.str | None = ...,
         caller: _caller_pb2.Caller | None = ...,
         precondition: _precondition_pb2.Precondition | None = ...,
+        session_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_password", b"_password", "caller", b"caller", "password", b"password", "precondition", b"precondition", "user", b"user"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_password", b"_password", "caller", b"caller", "password", b"password", "precondition", b"precondition", "user", b"user", "username", b"username"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_password", b"_password", "caller", b"caller", "password", b"password", "precondition", b"precondition", "session_id", b"session_id", "user", b"user", "username", b"username"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__password: _TypeAlias = _typing.Literal["password"]  # noqa: Y015
     _WhichOneofArgType__password: _TypeAlias = _typing.Literal["_password", b"_password"]  # noqa: Y015
@@ -370,6 +377,7 @@ class LoginRequest(_message.Message):
 
     USERNAME_FIELD_NUMBER: _builtins.int
     PASSWORD_FIELD_NUMBER: _builtins.int
+    CLIENT_ADDRESS_FIELD_NUMBER: _builtins.int
     username: _builtins.str
     """The login name (a valid username, as User.username)."""
     password: _builtins.str
@@ -377,15 +385,21 @@ class LoginRequest(_message.Message):
     the password policy keep their shorter passwords, so no other bound applies here: a password
     longer than any new one can be is simply wrong.
     """
+    client_address: _builtins.str
+    """The client's address as the gateway derived it (the peer, or whom a trusted proxy served):
+    failed logins are throttled per account and source, so a stranger's guesses cannot lock the
+    owner out. Only a digest of it is stored. Empty (an older gateway): an unknown source.
+    """
     def __init__(
         self,
         *,
         username: _builtins.str = ...,
         password: _builtins.str = ...,
+        client_address: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["password", b"password", "username", b"username"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_address", b"client_address", "password", b"password", "username", b"username"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

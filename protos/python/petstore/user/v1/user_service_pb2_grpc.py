@@ -86,8 +86,8 @@ class UserServiceServicer:
     """
 
     def CreateUser(self, request, context):
-        """Creates a user (signing up is open to everyone); ALREADY_EXISTS when the username or
-        staff-chosen id is taken (a deleted user's id stays taken for good). Only staff set id
+        """Creates a user (signing up is open to everyone); ALREADY_EXISTS when the username (compared
+        without regard to case) or staff-chosen id is taken (a deleted user's id stays taken for good). Only staff set id
         and user_status: anybody else's id is ignored (a fresh one is drawn) and its status is 0.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -113,7 +113,9 @@ class UserServiceServicer:
     def UpdateUser(self, request, context):
         """Replaces a user; PERMISSION_DENIED unless the caller is staff or that user. A customer
         cannot change its own id or user_status: the stored values are kept. A new password
-        ends every session of the user, the caller's included.
+        ends every session of the user but the caller's own (session_id); the current password
+        sent again changes nothing and ends no session. RESOURCE_EXHAUSTED (retry-after) past the
+        account's password changes per hour; UNAVAILABLE (retry later) while hashing is saturated.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -129,7 +131,8 @@ class UserServiceServicer:
     def Login(self, request, context):
         """Checks a password and opens a session: INVALID_ARGUMENT on a wrong or missing password,
         NOT_FOUND for an unknown user, RESOURCE_EXHAUSTED (with retry-after trailing metadata,
-        in seconds) while the user waits after too many wrong passwords.
+        in seconds) while the user waits after too many wrong passwords, UNAVAILABLE while the
+        login hashing lane is full. Usernames are found without regard to case.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

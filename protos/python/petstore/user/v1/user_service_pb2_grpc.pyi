@@ -37,8 +37,8 @@ class UserServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> UserServiceAsyncStub: ...
     CreateUser: _grpc.UnaryUnaryMultiCallable[_user_service_pb2.CreateUserRequest, _user_service_pb2.CreateUserResponse]
-    """Creates a user (signing up is open to everyone); ALREADY_EXISTS when the username or
-    staff-chosen id is taken (a deleted user's id stays taken for good). Only staff set id
+    """Creates a user (signing up is open to everyone); ALREADY_EXISTS when the username (compared
+    without regard to case) or staff-chosen id is taken (a deleted user's id stays taken for good). Only staff set id
     and user_status: anybody else's id is ignored (a fresh one is drawn) and its status is 0.
     """
     CreateUsers: _grpc.UnaryUnaryMultiCallable[_user_service_pb2.CreateUsersRequest, _user_service_pb2.CreateUsersResponse]
@@ -52,14 +52,17 @@ class UserServiceStub:
     UpdateUser: _grpc.UnaryUnaryMultiCallable[_user_service_pb2.UpdateUserRequest, _user_service_pb2.UpdateUserResponse]
     """Replaces a user; PERMISSION_DENIED unless the caller is staff or that user. A customer
     cannot change its own id or user_status: the stored values are kept. A new password
-    ends every session of the user, the caller's included.
+    ends every session of the user but the caller's own (session_id); the current password
+    sent again changes nothing and ends no session. RESOURCE_EXHAUSTED (retry-after) past the
+    account's password changes per hour; UNAVAILABLE (retry later) while hashing is saturated.
     """
     DeleteUser: _grpc.UnaryUnaryMultiCallable[_user_service_pb2.DeleteUserRequest, _user_service_pb2.DeleteUserResponse]
     """Removes a user; PERMISSION_DENIED unless the caller is staff or that user."""
     Login: _grpc.UnaryUnaryMultiCallable[_user_service_pb2.LoginRequest, _user_service_pb2.LoginResponse]
     """Checks a password and opens a session: INVALID_ARGUMENT on a wrong or missing password,
     NOT_FOUND for an unknown user, RESOURCE_EXHAUSTED (with retry-after trailing metadata,
-    in seconds) while the user waits after too many wrong passwords.
+    in seconds) while the user waits after too many wrong passwords, UNAVAILABLE while the
+    login hashing lane is full. Usernames are found without regard to case.
     """
     Logout: _grpc.UnaryUnaryMultiCallable[_user_service_pb2.LogoutRequest, _user_service_pb2.LogoutResponse]
     """Ends a session, so its token stops working."""
@@ -75,8 +78,8 @@ class UserServiceAsyncStub(UserServiceStub):
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     CreateUser: _aio.UnaryUnaryMultiCallable[_user_service_pb2.CreateUserRequest, _user_service_pb2.CreateUserResponse]  # type: ignore[assignment]
-    """Creates a user (signing up is open to everyone); ALREADY_EXISTS when the username or
-    staff-chosen id is taken (a deleted user's id stays taken for good). Only staff set id
+    """Creates a user (signing up is open to everyone); ALREADY_EXISTS when the username (compared
+    without regard to case) or staff-chosen id is taken (a deleted user's id stays taken for good). Only staff set id
     and user_status: anybody else's id is ignored (a fresh one is drawn) and its status is 0.
     """
     CreateUsers: _aio.UnaryUnaryMultiCallable[_user_service_pb2.CreateUsersRequest, _user_service_pb2.CreateUsersResponse]  # type: ignore[assignment]
@@ -90,14 +93,17 @@ class UserServiceAsyncStub(UserServiceStub):
     UpdateUser: _aio.UnaryUnaryMultiCallable[_user_service_pb2.UpdateUserRequest, _user_service_pb2.UpdateUserResponse]  # type: ignore[assignment]
     """Replaces a user; PERMISSION_DENIED unless the caller is staff or that user. A customer
     cannot change its own id or user_status: the stored values are kept. A new password
-    ends every session of the user, the caller's included.
+    ends every session of the user but the caller's own (session_id); the current password
+    sent again changes nothing and ends no session. RESOURCE_EXHAUSTED (retry-after) past the
+    account's password changes per hour; UNAVAILABLE (retry later) while hashing is saturated.
     """
     DeleteUser: _aio.UnaryUnaryMultiCallable[_user_service_pb2.DeleteUserRequest, _user_service_pb2.DeleteUserResponse]  # type: ignore[assignment]
     """Removes a user; PERMISSION_DENIED unless the caller is staff or that user."""
     Login: _aio.UnaryUnaryMultiCallable[_user_service_pb2.LoginRequest, _user_service_pb2.LoginResponse]  # type: ignore[assignment]
     """Checks a password and opens a session: INVALID_ARGUMENT on a wrong or missing password,
     NOT_FOUND for an unknown user, RESOURCE_EXHAUSTED (with retry-after trailing metadata,
-    in seconds) while the user waits after too many wrong passwords.
+    in seconds) while the user waits after too many wrong passwords, UNAVAILABLE while the
+    login hashing lane is full. Usernames are found without regard to case.
     """
     Logout: _aio.UnaryUnaryMultiCallable[_user_service_pb2.LogoutRequest, _user_service_pb2.LogoutResponse]  # type: ignore[assignment]
     """Ends a session, so its token stops working."""
@@ -116,8 +122,8 @@ class UserServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _user_service_pb2.CreateUserRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_user_service_pb2.CreateUserResponse, _abc.Awaitable[_user_service_pb2.CreateUserResponse]]:
-        """Creates a user (signing up is open to everyone); ALREADY_EXISTS when the username or
-        staff-chosen id is taken (a deleted user's id stays taken for good). Only staff set id
+        """Creates a user (signing up is open to everyone); ALREADY_EXISTS when the username (compared
+        without regard to case) or staff-chosen id is taken (a deleted user's id stays taken for good). Only staff set id
         and user_status: anybody else's id is ignored (a fresh one is drawn) and its status is 0.
         """
 
@@ -149,7 +155,9 @@ class UserServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_user_service_pb2.UpdateUserResponse, _abc.Awaitable[_user_service_pb2.UpdateUserResponse]]:
         """Replaces a user; PERMISSION_DENIED unless the caller is staff or that user. A customer
         cannot change its own id or user_status: the stored values are kept. A new password
-        ends every session of the user, the caller's included.
+        ends every session of the user but the caller's own (session_id); the current password
+        sent again changes nothing and ends no session. RESOURCE_EXHAUSTED (retry-after) past the
+        account's password changes per hour; UNAVAILABLE (retry later) while hashing is saturated.
         """
 
     @_abc_1.abstractmethod
@@ -168,7 +176,8 @@ class UserServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_user_service_pb2.LoginResponse, _abc.Awaitable[_user_service_pb2.LoginResponse]]:
         """Checks a password and opens a session: INVALID_ARGUMENT on a wrong or missing password,
         NOT_FOUND for an unknown user, RESOURCE_EXHAUSTED (with retry-after trailing metadata,
-        in seconds) while the user waits after too many wrong passwords.
+        in seconds) while the user waits after too many wrong passwords, UNAVAILABLE while the
+        login hashing lane is full. Usernames are found without regard to case.
         """
 
     @_abc_1.abstractmethod
