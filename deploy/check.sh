@@ -5,8 +5,8 @@
 #   1. kustomize renders every folder of deploy/k8s/base and the overlays (dev, prod, e2e)
 #   2. the renders pass `kubernetes-validate --strict` for each version in K8S_VERSIONS
 #   3. docker-compose.yml matches the Compose Specification schema (vendored) and
-#      `docker compose config -q` accepts it with the secrets set (alone and with the FerretDB
-#      override of deploy/compose), and refuses it without
+#      `docker compose config -q` accepts it with the secrets and the callers' keys set (alone
+#      and with the FerretDB override of deploy/compose), and refuses it without any one of them
 #   4. hadolint on the four Dockerfiles (.hadolint.yaml if present)
 #   5. pytest deploy/deploy_tests: policy tests on the rendered manifests, compose file, Dockerfiles
 #
@@ -99,22 +99,34 @@ step "3. docker-compose.yml: Compose Specification schema and \`compose config\`
 ok "schema (deploy/schemas/compose-spec.json)"
 # An empty env file: a developer's .env must not change the result.
 : >"$OUT/empty.env"
-env -u PETSTORE_SESSION_SECRET -u PETSTORE_API_KEYS \
-  PETSTORE_SESSION_SECRET=placeholder-secret-placeholder-secret-0123 PETSTORE_API_KEYS=placeholder-key \
+# What the file requires (secrets and the callers' public keys), with placeholder values.
+REQUIRED_VARS=(PETSTORE_SESSION_SECRET PETSTORE_API_KEYS GATEWAY_CALLER_SIGNING_KEY GATEWAY_CALLER_PUBLIC_KEY
+  ORDER_SERVICE_CALLER_SIGNING_KEY ORDER_SERVICE_CALLER_PUBLIC_KEY)
+UNSET=()
+for var in "${REQUIRED_VARS[@]}"; do UNSET+=(-u "$var"); done
+PLACEHOLDERS=(PETSTORE_SESSION_SECRET=placeholder-secret-placeholder-secret-0123 PETSTORE_API_KEYS=placeholder-key
+  GATEWAY_CALLER_SIGNING_KEY=placeholder-gateway-seed GATEWAY_CALLER_PUBLIC_KEY=placeholder-gateway-public
+  ORDER_SERVICE_CALLER_SIGNING_KEY=placeholder-order-seed ORDER_SERVICE_CALLER_PUBLIC_KEY=placeholder-order-public)
+env "${UNSET[@]}" "${PLACEHOLDERS[@]}" \
   "${COMPOSE[@]}" --env-file "$OUT/empty.env" -f docker-compose.yml config -q ||
   die "\`compose config\` rejects docker-compose.yml"
 ok "compose config -q (placeholder secrets)"
-env -u PETSTORE_SESSION_SECRET -u PETSTORE_API_KEYS \
-  PETSTORE_SESSION_SECRET=placeholder-secret-placeholder-secret-0123 PETSTORE_API_KEYS=placeholder-key \
+env "${UNSET[@]}" "${PLACEHOLDERS[@]}" \
   "${COMPOSE[@]}" --env-file "$OUT/empty.env" -f docker-compose.yml -f deploy/compose/ferretdb.yml config -q ||
   die "\`compose config\` rejects docker-compose.yml with deploy/compose/ferretdb.yml"
 ok "compose config -q with the FerretDB override"
-if env -u PETSTORE_SESSION_SECRET -u PETSTORE_API_KEYS \
-  "${COMPOSE[@]}" --env-file "$OUT/empty.env" -f docker-compose.yml config -q 2>/dev/null; then
-  die "docker-compose.yml renders without PETSTORE_SESSION_SECRET/PETSTORE_API_KEYS: secrets must be required"
-fi
-ok "compose config refuses to render without the secrets"
-if env -u PETSTORE_SESSION_SECRET -u PETSTORE_API_KEYS \
+for missing in "${REQUIRED_VARS[@]}"; do
+  given=()
+  for placeholder in "${PLACEHOLDERS[@]}"; do
+    [[ "$placeholder" == "$missing="* ]] || given+=("$placeholder")
+  done
+  if env "${UNSET[@]}" "${given[@]}" \
+    "${COMPOSE[@]}" --env-file "$OUT/empty.env" -f docker-compose.yml config -q 2>/dev/null; then
+    die "docker-compose.yml renders without $missing: it must be required"
+  fi
+done
+ok "compose config refuses to render without any one of ${REQUIRED_VARS[*]}"
+if env "${UNSET[@]}" \
   "${COMPOSE[@]}" --env-file .env.example -f docker-compose.yml config -q 2>/dev/null; then
   die "docker-compose.yml renders with .env.example as it is: its secrets must be left empty"
 fi

@@ -32,7 +32,10 @@ async def probe(length: int) -> dict[str, Any]:
     )
     async with in_process_stack(SECRET) as stack:
         clients = ServiceClients.connect(
-            pet_addr=stack.pet.address, order_addr=stack.order.address, user_addr=stack.user.address
+            pet_addr=stack.pet.address,
+            order_addr=stack.order.address,
+            user_addr=stack.user.address,
+            signer=stack.gateway_signer,
         )
         try:
             async with TestClient(TestServer(create_app(settings, clients=clients))) as client:

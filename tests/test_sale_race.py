@@ -51,7 +51,10 @@ async def embedded_shop() -> AsyncIterator[tuple[str, PetStore, OrderStore]]:
             }
         )
         clients = ServiceClients.connect(
-            pet_addr=stack.pet.address, order_addr=stack.order.address, user_addr=stack.user.address
+            pet_addr=stack.pet.address,
+            order_addr=stack.order.address,
+            user_addr=stack.user.address,
+            signer=stack.gateway_signer,
         )
         server = TestServer(create_app(settings, clients=clients), host="127.0.0.1")
         await server.start_server()

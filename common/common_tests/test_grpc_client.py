@@ -16,7 +16,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health, health_pb2_grpc
 
-from petstore_common.grpc_client import create_channel
+from petstore_common.caller_testing import signed_channel, trusting_env
 from petstore_common.grpc_server import (
     NO_PORT_SHARING,
     RunningService,
@@ -53,7 +53,9 @@ class Replica:
 
     async def start(self, env: dict[str, str]) -> int:
         settings = ServiceSettings.from_env(
-            default_port=0, default_database="t", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0", **env}
+            default_port=0,
+            default_database="t",
+            env={"GRPC_LISTEN_ADDR": "127.0.0.1:0", **trusting_env(), **env},
         )
         self.running = await start_service(ServiceDefinition(SERVICE, self.register, self.check), settings)
         return self.running.port
@@ -87,7 +89,7 @@ async def _calls(channel: grpc.aio.Channel, count: int) -> Counter[str]:
 
 async def test_calls_take_turns_over_every_address(replicas: tuple[Replica, Replica, str]) -> None:
     _, _, target = replicas
-    async with create_channel(target) as channel:
+    async with signed_channel(target) as channel:
         await _calls(channel, 4)  # both connections up
         answers = await _calls(channel, 40)
     assert answers == {"a": 20, "b": 20}
@@ -95,7 +97,7 @@ async def test_calls_take_turns_over_every_address(replicas: tuple[Replica, Repl
 
 async def test_a_replica_reporting_not_serving_gets_no_calls(replicas: tuple[Replica, Replica, str]) -> None:
     first, _, target = replicas
-    async with create_channel(target) as channel:
+    async with signed_channel(target) as channel:
         await _calls(channel, 4)
         first.ready = False
         for _ in range(50):  # its health watch reports NOT_SERVING within one check interval
@@ -111,7 +113,7 @@ async def test_stopping_one_replica_under_load_fails_no_call(replicas: tuple[Rep
     answers: Counter[str] = Counter()
     stopping = asyncio.Event()
 
-    async with create_channel(target) as channel:
+    async with signed_channel(target) as channel:
         who: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(f"/{SERVICE}/Who")
         await _calls(channel, 4)
 
@@ -141,7 +143,7 @@ async def test_stopping_one_replica_under_load_fails_no_call(replicas: tuple[Rep
 @pytest.mark.parametrize("replicas", [{"GRPC_MAX_CONNECTION_AGE_SECONDS": "0.5"}], indirect=True)
 async def test_connections_age_out_without_failing_calls(replicas: tuple[Replica, Replica, str]) -> None:
     _, _, target = replicas
-    async with create_channel(target) as channel:
+    async with signed_channel(target) as channel:
         answers: Counter[str] = Counter()
         for _ in range(15):  # ~3 s: every connection is replaced several times
             answers += await _calls(channel, 10)
@@ -190,7 +192,7 @@ async def test_a_read_that_meets_no_replica_is_tried_again_and_a_write_is_not() 
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     try:
-        async with create_channel(f"127.0.0.1:{port}") as channel:
+        async with signed_channel(f"127.0.0.1:{port}") as channel:
             read: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(
                 "/petstore.pet.v1.PetService/GetPet"
             )

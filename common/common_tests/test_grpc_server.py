@@ -13,8 +13,9 @@ import pytest
 from pymongo.errors import ServerSelectionTimeoutError
 
 from petstore.pet.v1 import pet_service_pb2
+from petstore_common.caller_testing import signed_channel, trusting_env
 from petstore_common.errors import NotFound
-from petstore_common.grpc_client import create_channel, is_serving
+from petstore_common.grpc_client import is_serving
 from petstore_common.grpc_server import (
     HEALTH_CHECK_INTERVAL_SECONDS,
     RECHECK_INTERVAL_SECONDS,
@@ -76,7 +77,7 @@ def readiness() -> Readiness:
 @pytest.fixture
 async def running(readiness: Readiness) -> AsyncIterator[RunningService]:
     settings = ServiceSettings.from_env(
-        default_port=0, default_database="t", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0"}
+        default_port=0, default_database="t", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0", **trusting_env()}
     )
     service = await start_service(ServiceDefinition(SERVICE, _register, readiness.check), settings)
     try:
@@ -87,7 +88,7 @@ async def running(readiness: Readiness) -> AsyncIterator[RunningService]:
 
 @pytest.fixture
 async def call(running: RunningService) -> AsyncIterator[Callable[[str], Awaitable[bytes]]]:
-    async with create_channel(f"127.0.0.1:{running.port}") as channel:
+    async with signed_channel(f"127.0.0.1:{running.port}") as channel:
 
         async def invoke(method: str) -> bytes:
             stub: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(f"/{SERVICE}/{method}")
@@ -130,7 +131,7 @@ async def test_a_call_outside_any_request_gets_a_fresh_id(call: Callable[[str], 
 
 
 async def test_health_follows_readiness(running: RunningService, readiness: Readiness) -> None:
-    async with create_channel(f"127.0.0.1:{running.port}") as channel:
+    async with signed_channel(f"127.0.0.1:{running.port}") as channel:
         assert await is_serving(channel, SERVICE)
         readiness.ready = False
         for _ in range(50):
@@ -143,7 +144,7 @@ async def test_health_follows_readiness(running: RunningService, readiness: Read
 async def test_a_call_that_finds_the_database_gone_turns_health_at_once(
     running: RunningService, readiness: Readiness, call: Callable[[str], Awaitable[bytes]]
 ) -> None:
-    async with create_channel(f"127.0.0.1:{running.port}") as channel:
+    async with signed_channel(f"127.0.0.1:{running.port}") as channel:
         assert await is_serving(channel, SERVICE)  # checked: the next check is 2 s away
         readiness.ready = False
         with pytest.raises(grpc.aio.AioRpcError):
@@ -156,7 +157,7 @@ async def test_a_call_that_finds_the_database_gone_turns_health_at_once(
 async def test_a_service_back_in_health_serves_within_a_second(
     running: RunningService, readiness: Readiness, call: Callable[[str], Awaitable[bytes]]
 ) -> None:
-    async with create_channel(f"127.0.0.1:{running.port}") as channel:
+    async with signed_channel(f"127.0.0.1:{running.port}") as channel:
         readiness.ready = False
         with pytest.raises(grpc.aio.AioRpcError):
             await call("DbDown")
@@ -172,7 +173,7 @@ async def test_a_service_back_in_health_serves_within_a_second(
 
 
 async def test_graceful_stop_lets_in_flight_calls_finish(running: RunningService) -> None:
-    async with create_channel(f"127.0.0.1:{running.port}") as channel:
+    async with signed_channel(f"127.0.0.1:{running.port}") as channel:
         slow: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(f"/{SERVICE}/Slow")
 
         async def call_slow() -> bytes:
@@ -203,12 +204,12 @@ class MethodRecorder(grpc.aio.ServerInterceptor):
 async def test_interceptors_given_see_every_call_and_the_shared_one_still_maps_errors() -> None:
     recorder = MethodRecorder()
     settings = ServiceSettings.from_env(
-        default_port=0, default_database="t", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0"}
+        default_port=0, default_database="t", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0", **trusting_env()}
     )
     definition = ServiceDefinition(SERVICE, _register, Readiness().check)
     service = await start_service(definition, settings, interceptors=[recorder])
     try:
-        async with create_channel(f"127.0.0.1:{service.port}") as channel:
+        async with signed_channel(f"127.0.0.1:{service.port}") as channel:
             missing: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes]
             missing = channel.unary_unary(f"/{SERVICE}/Missing")
             with pytest.raises(grpc.aio.AioRpcError) as caught:
@@ -233,7 +234,7 @@ class HeldReadiness:
 async def test_stop_ends_the_health_watch_even_as_a_check_returns() -> None:
     readiness = HeldReadiness()
     settings = ServiceSettings.from_env(
-        default_port=0, default_database="t", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0"}
+        default_port=0, default_database="t", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0", **trusting_env()}
     )
     service = await start_service(ServiceDefinition(SERVICE, _register, readiness.check), settings)
     for _ in range(100):
@@ -288,14 +289,14 @@ def _register_ruled(server: grpc.aio.Server) -> None:
 @pytest.fixture
 async def ruled(readiness: Readiness) -> AsyncIterator[grpc.aio.Channel]:
     settings = ServiceSettings.from_env(
-        default_port=0, default_database="t", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0"}
+        default_port=0, default_database="t", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0", **trusting_env()}
     )
     validator = RequestValidator(field_names={"petstore.pet.v1.FindExistingPetsRequest.ids": "petIds"})
     definition = ServiceDefinition(RULED, _register_ruled, readiness.check, validator=validator)
     service = await start_service(definition, settings)
     handled.clear()
     try:
-        async with create_channel(f"127.0.0.1:{service.port}") as channel:
+        async with signed_channel(f"127.0.0.1:{service.port}") as channel:
             yield channel
     finally:
         await service.stop(None)

@@ -38,7 +38,7 @@ def test_an_expired_token_is_told_apart() -> None:
     [
         jwt.encode(claims(), "another-secret-" + "o" * 32, algorithm="HS256"),  # not our signature
         jwt.encode(claims(), SECRET, algorithm="HS512"),  # another algorithm
-        jwt.encode(claims(), None, algorithm="none"),  # unsigned
+        jwt.encode(claims(), "", algorithm="none"),  # unsigned
         jwt.encode(claims(sub="ann"), SECRET, algorithm="HS256"),  # a subject that is no user id
         jwt.encode(claims(jti=""), SECRET, algorithm="HS256"),  # no session id
         jwt.encode(claims(jti=None), SECRET, algorithm="HS256"),  # a required claim missing

@@ -1,10 +1,16 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from petstore_common import caller_keys
+from petstore_common.caller_gate import TokenMode
+from petstore_common.caller_tokens import TrustedKey
 from petstore_common.settings import (
     ServiceSettings,
     SettingsError,
+    caller_signing_key,
     env_float,
     env_int,
     env_list,
@@ -67,3 +73,48 @@ def test_a_missing_or_short_session_secret_is_refused(secret: str) -> None:
 
 def test_the_session_secret_is_read_as_is() -> None:
     assert session_secret({"PETSTORE_SESSION_SECRET": " " + "k" * 32}) == " " + "k" * 32
+
+
+def test_trusted_caller_keys_are_read_per_issuer_several_each() -> None:
+    old, new, order = (caller_keys.generate().public for _ in range(3))
+    env = {
+        "TRUSTED_CALLER_KEYS": f"gateway={old}, gateway={new},order-service={order}",
+        "CALLER_TOKENS": "Optional",
+    }
+
+    settings = ServiceSettings.from_env(default_port=1, default_database="x", env=env)
+
+    assert settings.trusted_caller_keys == (
+        TrustedKey("gateway", old),
+        TrustedKey("gateway", new),
+        TrustedKey("order-service", order),
+    )
+    assert settings.caller_tokens is TokenMode.OPTIONAL
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"TRUSTED_CALLER_KEYS": "intruder=" + "A" * 43},
+            "the issuer one of gateway, order-service; got 'intruder'",
+        ),
+        ({"TRUSTED_CALLER_KEYS": "gateway"}, "TRUSTED_CALLER_KEYS: gateway: the public key must be 32 bytes"),
+        (
+            {"TRUSTED_CALLER_KEYS": "gateway=not*a*key"},
+            "TRUSTED_CALLER_KEYS: gateway: the public key is not base64url",
+        ),
+        ({"CALLER_TOKENS": "sometimes"}, "CALLER_TOKENS must be required or optional, got 'sometimes'"),
+    ],
+)
+def test_unusable_caller_token_settings_are_refused(env: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError, match=re.escape(message)):
+        ServiceSettings.from_env(default_port=1, default_database="x", env=env)
+
+
+def test_a_signing_key_must_be_a_32_byte_seed() -> None:
+    seed = caller_keys.generate().seed
+    assert caller_signing_key({"CALLER_SIGNING_KEY": f" {seed} "}) == seed
+    for bad in ("", "short", seed + "AAAA"):
+        with pytest.raises(SettingsError, match="CALLER_SIGNING_KEY"):
+            caller_signing_key({"CALLER_SIGNING_KEY": bad})

@@ -13,7 +13,8 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from petstore_common.grpc_client import create_channel, is_serving
+from petstore_common.caller_testing import signed_channel, trusting_env
+from petstore_common.grpc_client import is_serving
 from petstore_common.grpc_server import ServiceDefinition, start_service
 from petstore_common.settings import ServiceSettings
 from petstore_common.tracing import Tracing, configure_tracing, tracing_enabled
@@ -76,11 +77,11 @@ async def _ready() -> None:
 
 async def test_on_a_call_is_one_trace_across_client_and_server(spans: InMemorySpanExporter) -> None:
     settings = ServiceSettings.from_env(
-        default_port=0, default_database="t", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0"}
+        default_port=0, default_database="t", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0", **trusting_env()}
     )
     running = await start_service(ServiceDefinition(SERVICE, _register, _ready), settings)
     try:
-        async with create_channel(f"127.0.0.1:{running.port}") as channel:
+        async with signed_channel(f"127.0.0.1:{running.port}") as channel:
             assert await is_serving(channel, "")  # health checks are left out of traces
             echo: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(f"/{SERVICE}/Echo")
             assert await echo(b"ping", timeout=5) == b"ping"

@@ -32,6 +32,16 @@ export PETSTORE_COMPOSE_PROJECT="$PROJECT"
 export PETSTORE_API_KEYS="${PETSTORE_API_KEYS:-e2e-static-key-0123456789}"
 export PETSTORE_SESSION_SECRET="${PETSTORE_SESSION_SECRET:-$(head -c 36 /dev/urandom | base64 | tr -d '\n/+=')}"
 export GATEWAY_PUBLISH="${GATEWAY_PUBLISH:-127.0.0.1:18080}"
+# The callers' key pairs (gateway, order service) for this run: each signs its gRPC calls, the
+# services trust the public keys (docker-compose.yml). petstore_common.caller_keys makes a pair.
+caller_key_pair() { # PREFIX: exports PREFIX_CALLER_SIGNING_KEY and PREFIX_CALLER_PUBLIC_KEY
+  local pair
+  pair="$("$VENV/bin/python" -m petstore_common.caller_keys)" || die "python -m petstore_common.caller_keys failed"
+  export "$1_CALLER_SIGNING_KEY=$(sed -n 's/^CALLER_SIGNING_KEY=//p' <<<"$pair")"
+  export "$1_CALLER_PUBLIC_KEY=$(sed -n 's/^CALLER_PUBLIC_KEY=//p' <<<"$pair")"
+}
+[[ -n "${GATEWAY_CALLER_SIGNING_KEY:-}" ]] || caller_key_pair GATEWAY
+[[ -n "${ORDER_SERVICE_CALLER_SIGNING_KEY:-}" ]] || caller_key_pair ORDER_SERVICE
 # A replica that comes back is found by its callers when their connections age out: 5 s
 # rather than the default 30 s keeps the rolling-restart test short.
 export GRPC_MAX_CONNECTION_AGE_SECONDS="${GRPC_MAX_CONNECTION_AGE_SECONDS:-5}"

@@ -7,6 +7,8 @@ import re
 import yaml
 
 from petstore_devstack.ferretdb import VERSION as FERRETDB_VERSION
+from petstore_devstack.releases import DEPLOYABLES
+from petstore_devstack.signing import SIGNER_PROCESSES, TRUSTED_ISSUERS
 
 from .support import REPO, SERVICES, ComposeLoader, Doc
 
@@ -55,6 +57,39 @@ def test_secrets_are_required_interpolations_never_values(compose: Doc) -> None:
                 assert match["name"] == var, name
                 seen.add(var)
     assert seen == set(SECRET_VARS)
+
+
+def _caller_var(issuer: str, what: str) -> str:
+    """The .env variable of an issuer's key: GATEWAY_CALLER_SIGNING_KEY, ORDER_SERVICE_CALLER_PUBLIC_KEY..."""
+    return f"{issuer.upper().replace('-', '_')}_CALLER_{what}"
+
+
+def test_callers_sign_and_services_trust_as_the_local_stack_does(compose: Doc) -> None:
+    """Each caller signs with its own required key; each service trusts, by required public
+    keys, exactly the issuers petstore_devstack.signing says (what the local stacks run), plus
+    EXTRA_TRUSTED_CALLER_KEYS during a rotation; CALLER_TOKENS is required unless set."""
+    for name in ("gateway", *SERVICES):
+        env = compose["services"][name]["environment"]
+        process = DEPLOYABLES[name].process
+        if process in SIGNER_PROCESSES:
+            match = REQUIRED.match(str(env["CALLER_SIGNING_KEY"]))
+            assert match, f"{name}: CALLER_SIGNING_KEY must be a required interpolation"
+            assert match["name"] == _caller_var(SIGNER_PROCESSES[process], "SIGNING_KEY"), name
+        else:
+            assert "CALLER_SIGNING_KEY" not in env, name
+        trusted = TRUSTED_ISSUERS.get(process, ())
+        if not trusted:
+            assert "TRUSTED_CALLER_KEYS" not in env, name
+            continue
+        value, extra = str(env["TRUSTED_CALLER_KEYS"]).split("${EXTRA_TRUSTED_CALLER_KEYS:+", 1)
+        assert extra == ",${EXTRA_TRUSTED_CALLER_KEYS}}", name
+        entries = [entry.split("=", 1) for entry in value.split(",")]
+        assert [issuer for issuer, _ in entries] == list(trusted), name
+        for issuer, reference in entries:
+            match = REQUIRED.match(reference)
+            assert match, f"{name}: {issuer}'s public key must be a required interpolation"
+            assert match["name"] == _caller_var(issuer, "PUBLIC_KEY"), name
+        assert env["CALLER_TOKENS"] == "${CALLER_TOKENS:-required}", name
 
 
 def test_each_service_uses_its_own_database_on_the_replica_set(compose: Doc) -> None:

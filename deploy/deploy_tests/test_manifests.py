@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from petstore_devstack.releases import DEPLOYABLES, current_version
+from petstore_devstack.signing import SIGNER_PROCESSES, TRUSTED_ISSUERS
 
 from .support import (
     APPS,
@@ -28,7 +29,7 @@ from .support import (
 
 RENDERS = [f"base/{name}" for name in BASES] + [f"overlays/{name}" for name in OVERLAYS]
 WORKLOAD_RENDERS = [r for r in RENDERS if not r.endswith("network-policies")]
-SECRET_ENV = ("PETSTORE_API_KEYS", "PETSTORE_SESSION_SECRET", "MONGODB_URI")
+SECRET_ENV = ("PETSTORE_API_KEYS", "PETSTORE_SESSION_SECRET", "MONGODB_URI", "CALLER_SIGNING_KEY")
 GRPC_PORTS = {"pet-service": 50051, "order-service": 50052, "user-service": 50053}
 
 
@@ -185,9 +186,13 @@ def test_secrets_come_from_secret_refs_only(render: str) -> None:
 def test_secret_references_per_app() -> None:
     """The Secrets deploy/k8s/README.md tells operators to create, and nothing else."""
     expected = {
-        "gateway": {("petstore-api-keys", "api-keys"), ("petstore-session", "session-secret")},
+        "gateway": {
+            ("petstore-api-keys", "api-keys"),
+            ("petstore-session", "session-secret"),
+            ("gateway-caller-key", "signing-key"),
+        },
         "pet-service": {("pet-service-mongodb", "uri")},
-        "order-service": {("order-service-mongodb", "uri")},
+        "order-service": {("order-service-mongodb", "uri"), ("order-service-caller-key", "signing-key")},
         "user-service": {("user-service-mongodb", "uri"), ("petstore-session", "session-secret")},
     }
     for app, refs in expected.items():
@@ -203,6 +208,46 @@ def test_secret_references_per_app() -> None:
         for secret, key in refs:
             assert f"`{secret}`" in readme, f"README.md does not explain the Secret {secret}"
             assert f"--from-literal={key}=" in readme, f"README.md does not explain {secret}/{key}"
+
+
+CALLER_KEYS_CONFIGMAP = "petstore-caller-keys"
+
+
+def _process(app: str) -> str:
+    return DEPLOYABLES[app].process
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_callers_sign_and_services_trust_as_the_local_stack_does(app: str) -> None:
+    """Who signs (CALLER_SIGNING_KEY, from the team's own Secret) and whom each service trusts
+    (TRUSTED_CALLER_KEYS, one entry of the ConfigMap petstore-caller-keys per trusted issuer)
+    are those of petstore_devstack.signing, which the local stacks and the e2e suite run."""
+    (deployment,) = of_kind(rendered(f"base/{app}"), "Deployment")
+    env = {var["name"]: var for var in containers(deployment)[0].get("env", [])}
+    signs = _process(app) in SIGNER_PROCESSES
+    assert ("CALLER_SIGNING_KEY" in env) == signs, app
+    if signs:
+        assert env["CALLER_SIGNING_KEY"]["valueFrom"]["secretKeyRef"] == {
+            "name": f"{app}-caller-key",
+            "key": "signing-key",
+        }
+    trusted = TRUSTED_ISSUERS.get(_process(app), ())
+    assert ("TRUSTED_CALLER_KEYS" in env) == bool(trusted), app
+    if trusted:
+        variables = [issuer.upper().replace("-", "_") + "_CALLER_KEYS" for issuer in trusted]
+        assert env["TRUSTED_CALLER_KEYS"]["value"] == ",".join(f"$({var})" for var in variables)
+        for issuer, var in zip(trusted, variables, strict=True):
+            assert env[var]["valueFrom"]["configMapKeyRef"] == {"name": CALLER_KEYS_CONFIGMAP, "key": issuer}
+        names = list(env)
+        assert all(names.index(var) < names.index("TRUSTED_CALLER_KEYS") for var in variables), (
+            "$(VAR) expands only variables defined before it"
+        )
+        config = _config_of(rendered(f"base/{app}"), deployment)
+        assert config["CALLER_TOKENS"] == "required", "optional is for an upgrade only"
+    readme = (K8S / "README.md").read_text()
+    assert f"create configmap {CALLER_KEYS_CONFIGMAP}" in readme
+    for issuer in SIGNER_PROCESSES.values():
+        assert f"--from-literal={issuer}=" in readme, f"README.md does not explain the entry {issuer}"
 
 
 @pytest.mark.parametrize("render", RENDERS)

@@ -15,6 +15,8 @@ from petstore.order.v1 import order_pb2, order_service_pb2, order_service_pb2_gr
 from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
 from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
 from petstore_common import callers, session_tokens
+from petstore_common.caller_keys import generate
+from petstore_common.caller_tokens import CallerSigner
 from petstore_common.grpc_client import create_channel, is_serving
 from petstore_devstack.inprocess import InProcessStack, in_process_stack
 
@@ -55,10 +57,11 @@ async def stack(recorder: MethodRecorder) -> AsyncIterator[InProcessStack]:
 async def stubs(
     stack: InProcessStack,
 ) -> AsyncIterator[tuple[PetServiceAsyncStub, OrderServiceAsyncStub, UserServiceAsyncStub]]:
+    signer = stack.gateway_signer  # the services refuse calls without a caller token
     async with (
-        create_channel(stack.pet.address) as pet,
-        create_channel(stack.order.address) as order,
-        create_channel(stack.user.address) as user,
+        create_channel(stack.pet.address, signer=signer) as pet,
+        create_channel(stack.order.address, signer=signer) as order,
+        create_channel(stack.user.address, signer=signer) as user,
     ):
         yield (
             pet_service_pb2_grpc.PetServiceStub(pet),
@@ -186,3 +189,18 @@ async def test_health_reports_each_service_by_its_name(stack: InProcessStack) ->
     for service in (stack.pet, stack.order, stack.user):
         async with create_channel(service.address) as channel:
             assert await is_serving(channel, service.name)
+
+
+async def test_the_services_refuse_callers_they_do_not_trust_as_deployed(stack: InProcessStack) -> None:
+    """A call without a token, with one of a key the stack did not make, or with the order
+    service's (which may not read a user) is UNAUTHENTICATED; health probes need none."""
+    outsider = CallerSigner("gateway", generate().seed)
+    as_order_service = stack.signer("order-service")
+    request = user_service_pb2.GetUserRequest(username="ann", caller=callers.staff())
+    for signer in (None, outsider, as_order_service):
+        async with create_channel(stack.user.address, signer=signer) as channel:
+            users: UserServiceAsyncStub = user_service_pb2_grpc.UserServiceStub(channel)
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await users.GetUser(request, timeout=5)
+            assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED, signer
+            assert await is_serving(channel, stack.user.name)  # probes need no token

@@ -133,7 +133,7 @@ class Backend:
             "user_addr": self.stack.user.address,
             **addresses,
         }
-        return ServiceClients.connect(**chosen)
+        return ServiceClients.connect(**chosen, signer=self.stack.gateway_signer)
 
     # Pets --------------------------------------------------------------------------------
 
@@ -279,9 +279,10 @@ async def running_backend(
         stack = await cleanup.enter_async_context(
             in_process_stack(SESSION_SECRET, interceptors=(recorder, *interceptors), **options)
         )
-        pet = await cleanup.enter_async_context(create_channel(stack.pet.address))
-        order = await cleanup.enter_async_context(create_channel(stack.order.address))
-        user = await cleanup.enter_async_context(create_channel(stack.user.address))
+        signer = stack.gateway_signer  # staff's stubs call as the gateway does
+        pet = await cleanup.enter_async_context(create_channel(stack.pet.address, signer=signer))
+        order = await cleanup.enter_async_context(create_channel(stack.order.address, signer=signer))
+        user = await cleanup.enter_async_context(create_channel(stack.user.address, signer=signer))
         yield Backend(
             stack,
             recorder,

@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Any, cast
 import grpc
 from grpc_health.v1 import health, health_pb2_grpc
 
+from petstore_common import caller_keys
+from petstore_common.caller_gate import GATEWAY
+from petstore_common.caller_tokens import CallerSigner
 from petstore_common.grpc_server import NO_PORT_SHARING
 from petstore_gateway.clients import ServiceClients
 
@@ -128,6 +131,8 @@ async def refusing_services(code: grpc.StatusCode) -> AsyncIterator[ServiceClien
     await server.start()
     address = f"127.0.0.1:{port}"
     try:
-        yield ServiceClients.connect(pet_addr=address, order_addr=address, user_addr=address)
+        # These fakes check no token, but the gateway signs every call all the same.
+        signer = CallerSigner(GATEWAY, caller_keys.generate().seed)
+        yield ServiceClients.connect(pet_addr=address, order_addr=address, user_addr=address, signer=signer)
     finally:
         await server.stop(None)

@@ -7,6 +7,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from grpc.aio import UsageError
 
 from petstore_common.grpc_client import is_serving
+from petstore_common.settings import SettingsError
 from petstore_gateway.app import create_app
 from petstore_gateway.keys import CLIENTS
 from petstore_gateway.settings import GatewaySettings
@@ -24,13 +25,22 @@ async def test_without_injected_clients_channels_open_on_start_and_close_on_clea
             pet_service_addr=stack.pet.address,
             order_service_addr=stack.order.address,
             user_service_addr=stack.user.address,
+            caller_signing_key=stack.caller_keys["gateway"].seed,
         )
     )
     async with TestClient(TestServer(app)) as client:
         response = await client.get("/readyz")
         assert response.status == 200
+        # A call the services answer: they only do for calls the gateway signed.
+        assert (await client.get("/v2/pet/424242")).status == 404
         channels = list(app[CLIENTS].channels.values())
     assert len(channels) == 3
     for channel in channels:
         with pytest.raises(UsageError, match="closed"):
             await is_serving(channel)
+
+
+def test_without_a_signing_key_the_gateway_does_not_open_channels(settings: GatewaySettings) -> None:
+    # The services refuse every unsigned call: a gateway without a key would answer only errors.
+    with pytest.raises(SettingsError, match="CALLER_SIGNING_KEY must be set"):
+        create_app(replace(settings, caller_signing_key=""))

@@ -108,7 +108,7 @@ async def test_tokens_signed_with_another_secret_or_alg_none_are_401(
     authenticator: Authenticator, sessions: Sessions
 ) -> None:
     other_secret = open_session(sessions, secret="another-secret-of-enough-length-000")
-    unsigned = jwt.encode({"sub": "7", "jti": "j", "iat": 1, "exp": 9999999999}, None, algorithm="none")
+    unsigned = jwt.encode({"sub": "7", "jti": "j", "iat": 1, "exp": 9999999999}, "", algorithm="none")
     for token in (other_secret, unsigned):
         with pytest.raises(ApiError) as caught:
             await authenticator.authenticate(token)

@@ -16,7 +16,7 @@ from petstore_gateway.errors import UNAVAILABLE_RETRY_AFTER, api_error_from_rpc,
         (grpc.StatusCode.FAILED_PRECONDITION, 409),
         (grpc.StatusCode.ABORTED, 409),
         (grpc.StatusCode.OUT_OF_RANGE, 400),
-        (grpc.StatusCode.UNAUTHENTICATED, 401),
+        (grpc.StatusCode.UNAUTHENTICATED, 500),  # a refused caller token: the deployment's fault
         (grpc.StatusCode.PERMISSION_DENIED, 403),
         (grpc.StatusCode.NOT_FOUND, 404),
         (grpc.StatusCode.ALREADY_EXISTS, 409),

@@ -14,15 +14,19 @@ import urllib.request
 
 import pytest
 
+from petstore_common.caller_keys import generate
 from petstore_devstack.ports import free_port, free_port_block
 
 from .backend import SESSION_SECRET
+
+SIGNING_KEY = generate().seed
+"""The gateway's caller-token key: it does not start without one."""
 
 
 def start(env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "petstore_gateway"],
-        env={**os.environ, **env},
+        env={**os.environ, "CALLER_SIGNING_KEY": SIGNING_KEY, **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -33,6 +37,15 @@ def test_refuses_to_start_without_a_session_secret() -> None:
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 2
     assert b"PETSTORE_SESSION_SECRET" in stderr
+    assert b"Traceback" not in stderr
+
+
+def test_refuses_to_start_without_a_caller_signing_key() -> None:
+    # The services refuse every unsigned call: a gateway without a key would answer only errors.
+    process = start({"PETSTORE_SESSION_SECRET": SESSION_SECRET, "CALLER_SIGNING_KEY": ""})
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 2
+    assert b"CALLER_SIGNING_KEY must be set" in stderr
     assert b"Traceback" not in stderr
 
 

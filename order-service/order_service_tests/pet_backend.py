@@ -18,6 +18,7 @@ from typing import Any
 import grpc
 
 from petstore.pet.v1 import pet_pb2, pet_service_pb2
+from petstore_common.caller_testing import trusting_env
 from petstore_common.grpc_server import RunningService, ServiceDefinition, start_service
 from petstore_common.settings import ServiceSettings
 
@@ -26,9 +27,10 @@ Context = grpc.aio.ServicerContext[Any, Any]
 
 
 def local_settings(listen_addr: str = "127.0.0.1:0") -> ServiceSettings:
-    """Settings of an in-process server on loopback (port 0 picks a free port)."""
+    """Settings of an in-process server on loopback (port 0 picks a free port), trusting the
+    test run's callers (the gateway's and the order service's keys)."""
     return ServiceSettings.from_env(
-        default_port=0, default_database="unused", env={"GRPC_LISTEN_ADDR": listen_addr}
+        default_port=0, default_database="unused", env={"GRPC_LISTEN_ADDR": listen_addr, **trusting_env()}
     )
 
 

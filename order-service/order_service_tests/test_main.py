@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from petstore.order.v1 import order_pb2, order_service_pb2, order_service_pb2_grpc
 from petstore_common import callers
-from petstore_common.grpc_client import create_channel
+from petstore_common.caller_gate import GATEWAY, ORDER_SERVICE
+from petstore_common.caller_testing import KEYS, signed_channel, trusting_env
 from petstore_devstack.service_process import service_process
 from petstore_order.service import SERVICE_NAME
 
@@ -17,9 +18,15 @@ STAFF = callers.staff()
 async def test_the_process_serves_and_stops_on_sigterm() -> None:
     async with pet_backend() as pets:
         pet_id = await pets.add_pet()
-        env = {"MONGODB_URI": "", "GRACE_SECONDS": "1", "PET_SERVICE_ADDR": pets.address}
+        env = {
+            "MONGODB_URI": "",
+            "GRACE_SECONDS": "1",
+            "PET_SERVICE_ADDR": pets.address,
+            "CALLER_SIGNING_KEY": KEYS[ORDER_SERVICE].seed,
+            **trusting_env(GATEWAY),
+        }
         async with service_process("petstore_order", SERVICE_NAME, env) as service:
-            async with create_channel(service.address) as channel:
+            async with signed_channel(service.address) as channel:
                 stub = order_service_pb2_grpc.OrderServiceStub(channel)
                 reply = await stub.CreateOrder(
                     order_service_pb2.CreateOrderRequest(

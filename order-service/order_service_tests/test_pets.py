@@ -15,6 +15,8 @@ import pytest
 from google.protobuf.message import Message
 
 from petstore.pet.v1 import pet_service_pb2
+from petstore_common.caller_gate import ORDER_SERVICE
+from petstore_common.caller_testing import signer
 from petstore_common.contract_bounds import MAX_IDS_PER_CHECK
 from petstore_common.errors import Unavailable
 from petstore_common.grpc_server import NO_PORT_SHARING
@@ -63,7 +65,9 @@ async def hang(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any
 async def test_a_stored_pet_exists_and_an_unknown_one_does_not() -> None:
     async with pet_backend() as pets:
         pet_id = await pets.add_pet()
-        async with grpc_pet_directory(pets.address, timeout_seconds=2) as directory:
+        async with grpc_pet_directory(
+            pets.address, timeout_seconds=2, signer=signer(ORDER_SERVICE)
+        ) as directory:
             assert await directory.exists(pet_id) is True
             assert await directory.exists(pet_id + 1) is False
 
@@ -72,7 +76,9 @@ async def test_questions_asked_together_share_calls() -> None:
     async with pet_backend() as pets:
         stored = [await pets.add_pet() for _ in range(5)]
         asked = [*stored, *range(1000, 1045)] * 2  # 100 questions, duplicates among them
-        async with grpc_pet_directory(pets.address, timeout_seconds=2) as directory:
+        async with grpc_pet_directory(
+            pets.address, timeout_seconds=2, signer=signer(ORDER_SERVICE)
+        ) as directory:
             answers = await asyncio.gather(*(directory.exists(pet_id) for pet_id in asked))
             assert answers == [pet_id in stored for pet_id in asked]
             assert directory.calls <= 3  # the first question's call, then everyone else's
@@ -90,7 +96,7 @@ async def test_a_call_carries_at_most_the_bound_of_ids() -> None:
     asked = range(1, 2 * MAX_IDS_PER_CHECK + 2)
     async with (
         pet_service_answering({BATCHED: find}) as address,
-        grpc_pet_directory(address, timeout_seconds=5) as directory,
+        grpc_pet_directory(address, timeout_seconds=5, signer=signer(ORDER_SERVICE)) as directory,
     ):
         answers = await asyncio.gather(*(directory.exists(pet_id) for pet_id in asked))
     assert answers == [bool(pet_id % 2) for pet_id in asked]
@@ -119,7 +125,7 @@ async def test_a_question_never_takes_the_answer_of_a_call_sent_before_it() -> N
 
     async with (
         pet_service_answering({BATCHED: find}) as address,
-        grpc_pet_directory(address, timeout_seconds=5) as directory,
+        grpc_pet_directory(address, timeout_seconds=5, signer=signer(ORDER_SERVICE)) as directory,
     ):
         before = asyncio.create_task(directory.exists(7))
         await first_read.wait()
@@ -145,7 +151,7 @@ async def test_a_pet_service_of_an_earlier_release_is_asked_with_get_pet() -> No
 
     async with (
         pet_service_answering({EARLIER_RELEASE: get_pet}) as address,
-        grpc_pet_directory(address, timeout_seconds=2) as directory,
+        grpc_pet_directory(address, timeout_seconds=2, signer=signer(ORDER_SERVICE)) as directory,
     ):
         first = asyncio.create_task(directory.exists(3))
         await asyncio.sleep(0)  # its call is out: the next questions wait for another
@@ -157,7 +163,9 @@ async def test_a_pet_service_of_an_earlier_release_is_asked_with_get_pet() -> No
 
 
 async def test_a_pet_service_nobody_listens_for_is_unavailable_at_once() -> None:
-    async with grpc_pet_directory(closed_address(), timeout_seconds=2) as directory:
+    async with grpc_pet_directory(
+        closed_address(), timeout_seconds=2, signer=signer(ORDER_SERVICE)
+    ) as directory:
         started = time.monotonic()
         with pytest.raises(Unavailable, match=r"^the pet service is unavailable$"):
             await directory.exists(1)
@@ -168,7 +176,7 @@ async def test_a_pet_service_nobody_listens_for_is_unavailable_at_once() -> None
 async def test_a_pet_service_slower_than_the_deadline_is_unavailable(rpc: str) -> None:
     async with (
         pet_service_answering({rpc: hang}) as address,
-        grpc_pet_directory(address, timeout_seconds=0.2) as directory,
+        grpc_pet_directory(address, timeout_seconds=0.2, signer=signer(ORDER_SERVICE)) as directory,
     ):
         started = time.monotonic()
         with pytest.raises(Unavailable, match=r"^the pet service is unavailable$"):
@@ -180,7 +188,7 @@ async def test_a_pet_service_slower_than_the_deadline_is_unavailable(rpc: str) -
 async def test_the_callers_remaining_deadline_bounds_the_wait(rpc: str) -> None:
     async with (
         pet_service_answering({rpc: hang}) as address,
-        grpc_pet_directory(address, timeout_seconds=8) as directory,
+        grpc_pet_directory(address, timeout_seconds=8, signer=signer(ORDER_SERVICE)) as directory,
     ):
         started = time.monotonic()
         with pytest.raises(Unavailable):
@@ -204,7 +212,7 @@ async def test_any_failure_but_not_found_is_unavailable(rpc: str, code: grpc.Sta
 
     async with (
         pet_service_answering({rpc: fail}) as address,
-        grpc_pet_directory(address, timeout_seconds=2) as directory,
+        grpc_pet_directory(address, timeout_seconds=2, signer=signer(ORDER_SERVICE)) as directory,
     ):
         with pytest.raises(Unavailable, match=r"^the pet service is unavailable$"):
             await directory.exists(1)
@@ -214,7 +222,7 @@ async def test_a_restarted_pet_service_is_asked_again() -> None:
     async with pet_backend() as first:
         address = first.address
         pet_id = await first.add_pet()
-        async with grpc_pet_directory(address, timeout_seconds=2) as directory:
+        async with grpc_pet_directory(address, timeout_seconds=2, signer=signer(ORDER_SERVICE)) as directory:
             assert await directory.exists(pet_id)
             await first.running.stop(None)
             with pytest.raises(Unavailable):

@@ -14,7 +14,8 @@ from pymongo import AsyncMongoClient
 
 from petstore.order.v1 import order_pb2, order_service_pb2, order_service_pb2_grpc
 from petstore_common import callers
-from petstore_common.grpc_client import create_channel
+from petstore_common.caller_gate import ORDER_SERVICE
+from petstore_common.caller_testing import KEYS, signed_channel
 from petstore_common.grpc_server import start_service
 from petstore_order.service import SERVICE_NAME, order_service
 from petstore_order.settings import OrderSettings
@@ -29,7 +30,9 @@ if TYPE_CHECKING:
 
 
 def settings(**env: str) -> OrderSettings:
-    return OrderSettings.from_env(env={"GRPC_LISTEN_ADDR": "127.0.0.1:0", **env})
+    return OrderSettings.from_env(
+        env={"GRPC_LISTEN_ADDR": "127.0.0.1:0", "CALLER_SIGNING_KEY": KEYS[ORDER_SERVICE].seed, **env}
+    )
 
 
 @asynccontextmanager
@@ -38,7 +41,7 @@ async def served(order_settings: OrderSettings) -> AsyncIterator[OrderServiceAsy
     async with order_service(order_settings) as definition:
         running = await start_service(definition, local_settings())
         try:
-            async with create_channel(f"127.0.0.1:{running.port}") as channel:
+            async with signed_channel(f"127.0.0.1:{running.port}") as channel:
                 yield order_service_pb2_grpc.OrderServiceStub(channel)
         finally:
             await running.stop(None)

@@ -14,7 +14,9 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from petstore.order.v1 import order_pb2, order_service_pb2, order_service_pb2_grpc
 from petstore_common import callers
-from petstore_common.grpc_client import create_channel, is_serving
+from petstore_common.caller_gate import ORDER_SERVICE
+from petstore_common.caller_testing import signed_channel, signer
+from petstore_common.grpc_client import is_serving
 from petstore_common.grpc_server import start_service
 from petstore_order.pets import grpc_pet_directory
 from petstore_order.service import SERVICE_NAME, build_definition
@@ -34,10 +36,10 @@ PLACED = order_pb2.ORDER_STATUS_PLACED
 @asynccontextmanager
 async def order_stub(store: MemoryOrderStore, pet_service_addr: str) -> AsyncIterator[OrderServiceAsyncStub]:
     """The order service over `store`, asking the pet service at `pet_service_addr`."""
-    async with grpc_pet_directory(pet_service_addr, timeout_seconds=2) as pets:
+    async with grpc_pet_directory(pet_service_addr, timeout_seconds=2, signer=signer(ORDER_SERVICE)) as pets:
         running = await start_service(build_definition(store, pets), local_settings())
         try:
-            async with create_channel(f"127.0.0.1:{running.port}") as channel:
+            async with signed_channel(f"127.0.0.1:{running.port}") as channel:
                 yield order_service_pb2_grpc.OrderServiceStub(channel)
         finally:
             await running.stop(None)
@@ -103,7 +105,7 @@ def fails(code: grpc.StatusCode, message: str) -> Iterator[None]:
 
 
 async def wait_until_serving(address: str) -> bool:
-    async with create_channel(address) as channel:
+    async with signed_channel(address) as channel:
         for _ in range(50):
             if await is_serving(channel, SERVICE_NAME):
                 return True
@@ -220,7 +222,9 @@ async def test_without_the_pet_service_orders_are_unavailable_but_still_readable
 
 
 async def test_health_reports_serving_even_without_the_pet_service(store: MemoryOrderStore) -> None:
-    async with grpc_pet_directory(closed_address(), timeout_seconds=2) as directory:
+    async with grpc_pet_directory(
+        closed_address(), timeout_seconds=2, signer=signer(ORDER_SERVICE)
+    ) as directory:
         running = await start_service(build_definition(store, directory), local_settings())
         try:
             assert await wait_until_serving(f"127.0.0.1:{running.port}")
@@ -497,12 +501,12 @@ async def test_a_customer_holds_a_bounded_number_of_open_orders(pets: PetBackend
     store = MemoryOrderStore()
     ann = callers.customer(7)
     pet_ids = [await pets.add_pet() for _ in range(4)]
-    async with grpc_pet_directory(pets.address, timeout_seconds=2) as directory:
+    async with grpc_pet_directory(pets.address, timeout_seconds=2, signer=signer(ORDER_SERVICE)) as directory:
         running = await start_service(
             build_definition(store, directory, max_open_orders_per_customer=2), local_settings()
         )
         try:
-            async with create_channel(f"127.0.0.1:{running.port}") as channel:
+            async with signed_channel(f"127.0.0.1:{running.port}") as channel:
                 stub = order_service_pb2_grpc.OrderServiceStub(channel)
                 first, _ = [
                     await create(stub, order_pb2.Order(pet_id=pet, quantity=1), ann) for pet in pet_ids[:2]

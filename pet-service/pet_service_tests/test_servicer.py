@@ -13,9 +13,10 @@ from google.protobuf.field_mask_pb2 import FieldMask
 
 from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
 from petstore_common import callers
+from petstore_common.caller_testing import signed_channel, trusting_env
 from petstore_common.contract_bounds import MAX_IDS_PER_CHECK
 from petstore_common.errors import Unavailable
-from petstore_common.grpc_client import create_channel, is_serving
+from petstore_common.grpc_client import is_serving
 from petstore_common.grpc_server import RunningService, start_service
 from petstore_common.settings import ServiceSettings
 from petstore_pet.service import SERVICE_NAME, build_definition
@@ -40,7 +41,7 @@ def store() -> MemoryPetStore:
 @pytest.fixture
 async def running(store: MemoryPetStore) -> AsyncIterator[RunningService]:
     settings = ServiceSettings.from_env(
-        default_port=0, default_database="unused", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0"}
+        default_port=0, default_database="unused", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0", **trusting_env()}
     )
     service = await start_service(build_definition(store), settings)
     try:
@@ -51,7 +52,7 @@ async def running(store: MemoryPetStore) -> AsyncIterator[RunningService]:
 
 @pytest.fixture
 async def channel(running: RunningService) -> AsyncIterator[grpc.aio.Channel]:
-    async with create_channel(f"127.0.0.1:{running.port}") as channel:
+    async with signed_channel(f"127.0.0.1:{running.port}") as channel:
         yield channel
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
 from petstore_common import callers
+from petstore_common.caller_testing import signed_channel, trusting_env
 from petstore_common.contract_bounds import MAX_IMAGES_PER_PET
-from petstore_common.grpc_client import create_channel
 from petstore_common.grpc_server import start_service
 from petstore_common.settings import ServiceSettings
 from petstore_pet.service import build_definition
@@ -36,11 +36,11 @@ def store() -> MemoryPetStore:
 @pytest.fixture
 async def stub(store: MemoryPetStore) -> AsyncIterator[PetServiceAsyncStub]:
     settings = ServiceSettings.from_env(
-        default_port=0, default_database="unused", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0"}
+        default_port=0, default_database="unused", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0", **trusting_env()}
     )
     running = await start_service(build_definition(store), settings)
     try:
-        async with create_channel(f"127.0.0.1:{running.port}") as channel:
+        async with signed_channel(f"127.0.0.1:{running.port}") as channel:
             yield pet_service_pb2_grpc.PetServiceStub(channel)
     finally:
         await running.stop(None)

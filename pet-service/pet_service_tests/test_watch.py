@@ -14,7 +14,7 @@ import pytest
 from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
 from petstore.versioning.v1 import precondition_pb2
 from petstore_common import callers
-from petstore_common.grpc_client import create_channel
+from petstore_common.caller_testing import signed_channel, trusting_env
 from petstore_common.grpc_server import RunningService, start_service
 from petstore_common.settings import ServiceSettings
 from petstore_pet.changes import ChangesUnsupported, Position, Subscription
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 STAFF = callers.staff()
 SETTINGS = ServiceSettings.from_env(
-    default_port=0, default_database="unused", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0"}
+    default_port=0, default_database="unused", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0", **trusting_env()}
 )
 
 
@@ -46,7 +46,7 @@ async def running(store: MemoryPetStore) -> AsyncIterator[RunningService]:
 
 @pytest.fixture
 async def stub(running: RunningService) -> AsyncIterator[PetServiceAsyncStub]:
-    async with create_channel(f"127.0.0.1:{running.port}") as channel:
+    async with signed_channel(f"127.0.0.1:{running.port}") as channel:
         yield pet_service_pb2_grpc.PetServiceStub(channel)
 
 
@@ -152,7 +152,7 @@ async def test_stopping_ends_watch_streams_at_once_instead_of_waiting_out_the_gr
     store: MemoryPetStore,
 ) -> None:
     service = await start_service(build_definition(store), SETTINGS)
-    async with create_channel(f"127.0.0.1:{service.port}") as channel:
+    async with signed_channel(f"127.0.0.1:{service.port}") as channel:
         stream = pet_service_pb2_grpc.PetServiceStub(channel).WatchPets(pet_service_pb2.WatchPetsRequest())
         await stream.read()
         started = time.monotonic()
@@ -177,7 +177,7 @@ async def test_a_database_without_change_streams_makes_watch_failed_precondition
     store.changes = NoChangeStreams()  # type: ignore[assignment]
     service = await start_service(build_definition(store), SETTINGS)
     try:
-        async with create_channel(f"127.0.0.1:{service.port}") as channel:
+        async with signed_channel(f"127.0.0.1:{service.port}") as channel:
             stream = pet_service_pb2_grpc.PetServiceStub(channel).WatchPets(
                 pet_service_pb2.WatchPetsRequest()
             )

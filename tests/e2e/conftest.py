@@ -16,7 +16,9 @@ Version skew (`make e2e-skew`): in process mode, PETSTORE_E2E_PREVIOUS names one
 (`pet-service`, `order-service`, `user-service`, `gateway`) that runs its previous release
 (deploy/releases.toml) while the others run the working tree. A test of something newer than
 that release says so with `@pytest.mark.since("pet-service", "1.1.0")`, and is skipped, with
-that reason, in the runs where that deployable is older.
+that reason, in the runs where that deployable is older. When that deployable is a caller whose
+release signs no caller tokens yet (the gateway, the order service before 1.1.0), the services
+run with CALLER_TOKENS=optional, as they do during that upgrade (deploy/k8s/README.md).
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ import pytest
 from aiohttp import ClientSession, ClientTimeout
 from packaging.version import Version
 
+from petstore_common.caller_keys import generate
 from petstore_devstack.releases import DEPLOYABLES, Deployable, export, previous_release
+from petstore_devstack.signing import sends_unsigned_calls
 from petstore_devstack.stack import Stack
 from tests.e2e.callers import Cast, make_cast
 from tests.e2e.client import Api
@@ -116,7 +120,8 @@ def process_control(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proces
 
 def run_previous_release(stack: Stack, deployable: Deployable, where: Path) -> None:
     """That deployable's process runs its previous release's code (with this environment's
-    packages); checked, since a path that did not take would test the working tree twice."""
+    packages); checked, since a path that did not take would test the working tree twice. A
+    caller that signs no tokens yet gets services that accept calls without one."""
     release = previous_release(deployable)
     python_path = os.pathsep.join(str(path) for path in export(release, deployable, where))
     spec = stack.processes[deployable.process]
@@ -130,6 +135,9 @@ def run_previous_release(stack: Stack, deployable: Deployable, where: Path) -> N
     ).stdout.strip()
     assert imported.startswith(str(where)), f"{spec.module} came from {imported}, not the previous release"
     print(f"e2e: {deployable.name} runs its previous release {release.version} ({release.commit[:12]})")
+    if sends_unsigned_calls(deployable.name, release.version):
+        stack.accept_unsigned_calls()
+        print(f"e2e: {deployable.name} {release.version} signs no caller tokens: CALLER_TOKENS=optional")
 
 
 # --- compose mode: pytest-docker's fixtures, pointed at the repository's compose file ------
@@ -174,9 +182,13 @@ def compose_control(
         if os.environ.get("CI"):
             pytest.fail(f"compose mode cannot run under CI: {reason} (`make e2e-compose` provides both)")
         pytest.skip(f"compose mode skipped: {reason} (`make e2e-compose` provides an engine and compose)")
-    # The compose file refuses to start without its two secrets; these exist for this run only.
+    # The compose file refuses to start without its secrets; these exist for this run only.
     os.environ.setdefault("PETSTORE_API_KEYS", STATIC_KEY)
     os.environ.setdefault("PETSTORE_SESSION_SECRET", uuid.uuid4().hex + uuid.uuid4().hex)
+    for prefix, pair in (("GATEWAY", generate()), ("ORDER_SERVICE", generate())):
+        if not os.environ.get(f"{prefix}_CALLER_SIGNING_KEY"):  # deploy/compose/e2e.sh sets both
+            os.environ[f"{prefix}_CALLER_SIGNING_KEY"] = pair.seed
+            os.environ[f"{prefix}_CALLER_PUBLIC_KEY"] = pair.public
     os.environ.setdefault("GATEWAY_PUBLISH", "127.0.0.1:18080")
     for name, value in E2E_ENV.items():
         os.environ.setdefault(name, value)

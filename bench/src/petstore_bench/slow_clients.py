@@ -28,6 +28,7 @@ import urllib.request
 from typing import Any
 
 from petstore_bench import procmem
+from petstore_common.caller_keys import generate
 from petstore_devstack.ports import free_port
 
 KEY = "slow-clients-key"
@@ -42,6 +43,7 @@ def start_gateway(port: int, extra_env: dict[str, str]) -> subprocess.Popen[byte
         "GATEWAY_PORT": str(port),
         "PETSTORE_API_KEYS": KEY,
         "PETSTORE_SESSION_SECRET": "s" * 32,
+        "CALLER_SIGNING_KEY": generate().seed,  # nothing verifies it: no service runs
         "RATE_LIMIT_PER_SECOND": "0",
         "LOG_LEVEL": "ERROR",
         "PET_CACHE_MAX_ENTRIES": "0",

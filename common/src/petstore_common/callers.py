@@ -1,4 +1,6 @@
-"""What a service may believe about its caller: only the `Caller` the gateway put in the request.
+"""What a service may believe about its caller: only the `Caller` the gateway put in the request,
+which the shared server has checked against the call's caller token (petstore_common.caller_gate)
+before a servicer reads it.
 
 Each service decides from it what the caller may read or change. A caller that is missing,
 of an unknown kind, or a customer without a user id is anonymous: granted nothing a credential

@@ -9,6 +9,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2
 
+from petstore_common.caller_tokens import CallerClaims, CallerSigner
 from petstore_common.request_context import NO_REQUEST_ID, REQUEST_ID_METADATA_KEY, current_request_id
 
 # Every address the target's name resolves to (dns:///pet-service:50051: each replica
@@ -99,12 +100,65 @@ class RequestIdClientInterceptor(grpc.aio.UnaryUnaryClientInterceptor):
         return await continuation(details, request)
 
 
-def create_channel(target: str) -> grpc.aio.Channel:
-    """An insecure channel to `target` (host:port, or dns:///host:port for every address
-    the name resolves to) for in-cluster traffic."""
-    return grpc.aio.insecure_channel(
-        target, options=list(CHANNEL_OPTIONS), interceptors=[RequestIdClientInterceptor()]
+def _with_metadata(details: grpc.aio.ClientCallDetails, entry: tuple[str, str]) -> grpc.aio.ClientCallDetails:
+    metadata = grpc.aio.Metadata(*(details.metadata or ()))
+    metadata[entry[0]] = entry[1]
+    return grpc.aio.ClientCallDetails(
+        details.method, details.timeout, metadata, details.credentials, details.wait_for_ready
     )
+
+
+def _method_name(details: grpc.aio.ClientCallDetails) -> str:
+    method: str | bytes = details.method  # typed str, but grpc.aio hands interceptors bytes
+    return method.decode() if isinstance(method, bytes) else method
+
+
+class CallerTokenClientInterceptor(grpc.aio.UnaryUnaryClientInterceptor):
+    """Signs every call: a caller token for the called service, vouching for the request's own
+    `caller` (none for a request without one), so a service believes exactly that caller."""
+
+    def __init__(self, signer: CallerSigner) -> None:
+        self._signer = signer
+
+    async def intercept_unary_unary(
+        self,
+        continuation: Callable[[grpc.aio.ClientCallDetails, Any], Awaitable[Any]],
+        client_call_details: grpc.aio.ClientCallDetails,
+        request: Any,
+    ) -> Any:
+        return await continuation(_signed(self._signer, client_call_details, request), request)
+
+
+class CallerTokenStreamClientInterceptor(grpc.aio.UnaryStreamClientInterceptor):
+    """The same for server-streaming calls (the pet service's WatchPets)."""
+
+    def __init__(self, signer: CallerSigner) -> None:
+        self._signer = signer
+
+    async def intercept_unary_stream(
+        self,
+        continuation: Callable[[grpc.aio.ClientCallDetails, Any], Any],
+        client_call_details: grpc.aio.ClientCallDetails,
+        request: Any,
+    ) -> Any:
+        return await continuation(_signed(self._signer, client_call_details, request), request)
+
+
+def _signed(
+    signer: CallerSigner, details: grpc.aio.ClientCallDetails, request: Any
+) -> grpc.aio.ClientCallDetails:
+    caller = CallerClaims.of_request(request)
+    return _with_metadata(details, signer.metadata(_method_name(details), caller or CallerClaims()))
+
+
+def create_channel(target: str, *, signer: CallerSigner | None = None) -> grpc.aio.Channel:
+    """An insecure channel to `target` (host:port, or dns:///host:port for every address
+    the name resolves to) for in-cluster traffic. With `signer` every call carries a caller
+    token (the services refuse calls without one); health checks need none."""
+    interceptors: list[grpc.aio.ClientInterceptor] = [RequestIdClientInterceptor()]
+    if signer is not None:
+        interceptors += [CallerTokenClientInterceptor(signer), CallerTokenStreamClientInterceptor(signer)]
+    return grpc.aio.insecure_channel(target, options=list(CHANNEL_OPTIONS), interceptors=interceptors)
 
 
 async def is_serving(channel: grpc.aio.Channel, service: str = "", deadline_s: float = 1.0) -> bool:

@@ -19,7 +19,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import Counter, Histogram
 from pymongo.errors import ConnectionFailure, PyMongoError
 
-from petstore_common.errors import InvalidArgument, ResourceExhausted, ServiceError
+from petstore_common.caller_gate import CallerGate
+from petstore_common.errors import InvalidArgument, ResourceExhausted, ServiceError, Unauthenticated
 from petstore_common.logging import RequestLog, configure_logging
 from petstore_common.metrics import start_metrics_server
 from petstore_common.request_context import (
@@ -135,10 +136,14 @@ class Readiness:
 
 
 class RequestInterceptor(grpc.aio.ServerInterceptor):
-    """Per unary call: request id from metadata, the request's field rules checked, domain
-    errors to statuses, logs and metrics. Per server-streaming call: the request's field rules."""
+    """Per unary call: request id from metadata, the caller token checked (`gate`), the
+    request's field rules checked, domain errors to statuses, logs and metrics. Per
+    server-streaming call: the caller token and the request's field rules."""
 
-    def __init__(self, readiness: Readiness | None = None, validator: RequestValidator | None = None) -> None:
+    def __init__(
+        self, gate: CallerGate, readiness: Readiness | None = None, validator: RequestValidator | None = None
+    ) -> None:
+        self._gate = gate
         self._readiness = readiness
         self._validator = validator or RequestValidator()
 
@@ -153,14 +158,15 @@ class RequestInterceptor(grpc.aio.ServerInterceptor):
         method: str = handler_call_details.method
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(
-                _observed(method, handler.unary_unary, self._readiness, self._validator),
+                _observed(method, handler.unary_unary, self._gate, self._readiness, self._validator),
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )
-        # Health's Watch writes through its context rather than yielding, and has no rules.
+        # Health's Watch writes through its context rather than yielding, and has no rules. No
+        # service has client-streaming methods: one added would need the caller gate here too.
         if handler.unary_stream is not None and not method.startswith("/grpc.health"):
             return grpc.unary_stream_rpc_method_handler(
-                _validated_stream(handler.unary_stream, self._validator),
+                _validated_stream(method, handler.unary_stream, self._gate, self._validator),
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )
@@ -168,12 +174,13 @@ class RequestInterceptor(grpc.aio.ServerInterceptor):
 
 
 def _validated_stream(
-    behaviour: Callable[..., Any], validator: RequestValidator
+    method: str, behaviour: Callable[..., Any], gate: CallerGate, validator: RequestValidator
 ) -> Callable[..., AsyncIterator[Any]]:
     async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
         try:
+            gate.check(method, context.invocation_metadata(), request)
             validator.check(request)
-        except InvalidArgument as exc:
+        except (Unauthenticated, InvalidArgument) as exc:
             await context.abort(exc.code, exc.message)
         async for response in behaviour(request, context):
             yield response
@@ -184,16 +191,18 @@ def _validated_stream(
 def _observed(
     method: str,
     behaviour: Callable[..., Any],
+    gate: CallerGate,
     readiness: Readiness | None = None,
     validator: RequestValidator | None = None,
 ) -> Callable[..., Awaitable[Any]]:
     async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        metadata = dict(context.invocation_metadata() or ())
-        raw_id = metadata.get(REQUEST_ID_METADATA_KEY)
+        pairs = context.invocation_metadata() or ()
+        raw_id = dict(pairs).get(REQUEST_ID_METADATA_KEY)
         token = current_request_id.set(sanitize_request_id(raw_id if isinstance(raw_id, str) else None))
         started = time.perf_counter()
         code = grpc.StatusCode.OK
         try:
+            gate.check(method, pairs, request)  # an Unauthenticated, answered below
             if validator is not None:
                 validator.check(request)  # an InvalidArgument, answered below like the servicer's
             return await behaviour(request, context)
@@ -283,11 +292,14 @@ async def start_service(
     interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
 ) -> RunningService:
     """Start serving `definition` on settings.listen_addr (port 0 picks one); returns the port.
-    `interceptors` see each call before the shared one does: tests observe calls with them."""
+    `interceptors` see each call before the shared one does: tests observe calls with them.
+    SettingsError when the settings trust no caller but require caller tokens."""
+    settings.check_caller_trust()
+    gate = CallerGate(settings.trusted_caller_keys, settings.caller_tokens)
     health_servicer = health.aio.HealthServicer()
     readiness = Readiness(definition, health_servicer)
     server = grpc.aio.server(
-        interceptors=[*interceptors, RequestInterceptor(readiness, definition.validator)],
+        interceptors=[*interceptors, RequestInterceptor(gate, readiness, definition.validator)],
         maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
         options=server_options(settings),
     )
@@ -309,6 +321,7 @@ def run_service(
     is wrong, without a traceback), log as `name`, serve until SIGTERM or SIGINT."""
     try:
         settings = read_settings()
+        settings.service.check_caller_trust()
     except SettingsError as exc:
         print(f"{name}: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -7,6 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from petstore_common import caller_keys
+from petstore_common.caller_gate import ISSUERS, TokenMode
+from petstore_common.caller_tokens import TrustedKey
+
 
 class SettingsError(ValueError):
     """An environment variable holds a value that cannot be used."""
@@ -63,6 +67,50 @@ def session_secret(env: Mapping[str, str]) -> str:
     return secret
 
 
+def caller_signing_key(env: Mapping[str, str]) -> str:
+    """CALLER_SIGNING_KEY: the private key a deployable signs its gRPC calls' caller tokens
+    with (petstore_common.caller_keys); a caller that signs nothing is refused by the services,
+    so it does not start without one."""
+    seed = env.get("CALLER_SIGNING_KEY", "").strip()
+    if not seed:
+        raise SettingsError(
+            "CALLER_SIGNING_KEY must be set: the base64url Ed25519 seed this deployable signs its "
+            "gRPC calls with (`python -m petstore_common.caller_keys` makes one)"
+        )
+    try:
+        caller_keys.private_key(seed)
+    except caller_keys.InvalidKey as exc:
+        raise SettingsError(f"CALLER_SIGNING_KEY: {exc}") from None
+    return seed
+
+
+def trusted_caller_keys(env: Mapping[str, str]) -> tuple[TrustedKey, ...]:
+    """TRUSTED_CALLER_KEYS: comma-separated `issuer=<base64url public key>`, several keys per
+    issuer allowed (how keys are rotated)."""
+    keys = []
+    for entry in env_list(env, "TRUSTED_CALLER_KEYS"):
+        issuer, _, public = (part.strip() for part in entry.partition("="))
+        if issuer not in ISSUERS:
+            raise SettingsError(
+                f"TRUSTED_CALLER_KEYS: entries are issuer=<public key>, the issuer one of "
+                f"{', '.join(sorted(ISSUERS))}; got {issuer!r}"
+            )
+        try:
+            caller_keys.public_key(public)
+        except caller_keys.InvalidKey as exc:
+            raise SettingsError(f"TRUSTED_CALLER_KEYS: {issuer}: {exc}") from None
+        keys.append(TrustedKey(issuer, public))
+    return tuple(keys)
+
+
+def caller_token_mode(env: Mapping[str, str]) -> TokenMode:
+    raw = env_str(env, "CALLER_TOKENS", TokenMode.REQUIRED.value).lower()
+    try:
+        return TokenMode(raw)
+    except ValueError:
+        raise SettingsError(f"CALLER_TOKENS must be required or optional, got {raw!r}") from None
+
+
 @dataclass(frozen=True, slots=True)
 class ServiceSettings:
     """What every gRPC service reads from its environment."""
@@ -88,6 +136,19 @@ class ServiceSettings:
     max_connection_age_seconds: float = 30.0
     """Clients are asked to reconnect after this long (GOAWAY), so they re-resolve the
     service's name and spread onto replicas that started since; 0 turns it off."""
+    trusted_caller_keys: tuple[TrustedKey, ...] = ()
+    """The public keys whose caller tokens the service accepts, each for its issuer."""
+    caller_tokens: TokenMode = TokenMode.REQUIRED
+    """Whether a call without a caller token is refused (required) or served (optional: while
+    callers of a release that signs nothing remain)."""
+
+    def check_caller_trust(self) -> None:
+        """A service that requires caller tokens but trusts no key would refuse every call."""
+        if self.caller_tokens is TokenMode.REQUIRED and not self.trusted_caller_keys:
+            raise SettingsError(
+                "TRUSTED_CALLER_KEYS must list the public keys of the callers this service trusts "
+                "(issuer=<public key>, comma-separated), as CALLER_TOKENS is required"
+            )
 
     @classmethod
     def from_env(
@@ -111,6 +172,8 @@ class ServiceSettings:
             metrics_port=env_int(env, "METRICS_PORT", default_metrics_port),
             idempotency_ttl_seconds=env_float(env, "IDEMPOTENCY_TTL_SECONDS", 24 * 3600.0),
             max_connection_age_seconds=env_float(env, "GRPC_MAX_CONNECTION_AGE_SECONDS", 30.0),
+            trusted_caller_keys=trusted_caller_keys(env),
+            caller_tokens=caller_token_mode(env),
         )
 
 

@@ -5,6 +5,9 @@ embedded in-memory store) and started the way `serve` starts it (`start_service`
 interceptor, health and readiness), on a grpc.aio server of its own on 127.0.0.1 with a port the
 OS picks. The order service asks the pet service over gRPC, as deployed; the user service signs
 session tokens with the secret it is given, as the gateway's settings must hold the same one.
+Each service trusts the callers it trusts when deployed (petstore_devstack.signing), by key pairs
+made for the stack: a test calls as the gateway with `stack.gateway_signer`, and a call without a
+caller token is refused, as deployed.
 
 Compared with `petstore_devstack.stack` (the same services as processes), this starts in
 milliseconds, lets a test stop and start one service, and lets it add server interceptors to
@@ -12,13 +15,14 @@ observe the calls that arrive (or to make one method misbehave).
 
     async with in_process_stack(SESSION_SECRET) as stack:
         clients = ServiceClients.connect(
-            pet_addr=stack.pet.address, order_addr=stack.order.address, user_addr=stack.user.address
+            pet_addr=stack.pet.address, order_addr=stack.order.address, user_addr=stack.user.address,
+            signer=stack.gateway_signer,
         )
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -27,9 +31,12 @@ import grpc
 from argon2 import Parameters, Type
 from grpc_health.v1 import health
 
+from petstore_common.caller_keys import KeyPair
+from petstore_common.caller_tokens import CallerSigner
 from petstore_common.grpc_server import RunningService, ServiceDefinition, start_service
 from petstore_common.settings import ServiceSettings
 from petstore_common.watch import HEARTBEAT_SECONDS
+from petstore_devstack.signing import SIGNER_PROCESSES, TRUSTED_ISSUERS, new_keys, trusted_caller_keys
 from petstore_order import service as order_service
 from petstore_order.pets import grpc_pet_directory
 from petstore_order.settings import DEFAULT_PET_SERVICE_TIMEOUT_SECONDS
@@ -44,6 +51,7 @@ from petstore_user.settings import DEFAULT_SESSION_TTL_SECONDS
 from petstore_user.storage.memory import MemoryUserStore
 
 LOOPBACK = "127.0.0.1"
+ORDER_ISSUER = SIGNER_PROCESSES["order"]
 QUICK_PASSWORD_HASHES = Parameters(
     type=Type.ID, version=19, salt_len=16, hash_len=32, time_cost=1, memory_cost=8, parallelism=1
 )
@@ -66,6 +74,8 @@ class InProcessService(Generic[StoreT]):
     """The embedded store: for a test to seed or inspect state it cannot reach through the API."""
     _build: Callable[[], ServiceDefinition]
     _interceptors: tuple[grpc.aio.ServerInterceptor, ...]
+    _env: Mapping[str, str] = field(default_factory=dict)
+    """Settings beyond the address (the callers it trusts), as its environment would hold them."""
     _port: int = 0
     _running: RunningService | None = field(default=None, repr=False)
 
@@ -92,7 +102,9 @@ class InProcessService(Generic[StoreT]):
         if self._running is not None:
             return
         settings = ServiceSettings.from_env(
-            default_port=0, default_database="unused", env={"GRPC_LISTEN_ADDR": f"{LOOPBACK}:{self._port}"}
+            default_port=0,
+            default_database="unused",
+            env={**self._env, "GRPC_LISTEN_ADDR": f"{LOOPBACK}:{self._port}"},
         )
         self._running = await start_service(self._build(), settings, interceptors=self._interceptors)
         self._port = self._running.port
@@ -113,6 +125,16 @@ class InProcessStack:
     order: InProcessService[MemoryOrderStore]
     user: InProcessService[MemoryUserStore]
     session_secret: str
+    caller_keys: Mapping[str, KeyPair]
+    """Issuer -> the key pair it signs with; the services trust the public keys."""
+
+    @property
+    def gateway_signer(self) -> CallerSigner:
+        """Signs calls as the gateway does (what ServiceClients.connect takes)."""
+        return self.signer(SIGNER_PROCESSES["gateway"])
+
+    def signer(self, issuer: str) -> CallerSigner:
+        return CallerSigner(issuer, self.caller_keys[issuer].seed)
 
 
 @asynccontextmanager
@@ -122,11 +144,18 @@ async def in_process_stack(
     interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
     pet_heartbeat_seconds: float = HEARTBEAT_SECONDS,
     session_ttl_seconds: int = DEFAULT_SESSION_TTL_SECONDS,
+    caller_keys: Mapping[str, KeyPair] | None = None,
 ) -> AsyncIterator[InProcessStack]:
     """The pet, order and user services, started in that order and stopped on exit (every store
     is empty at the start). `interceptors` are added to all three servers, ahead of the shared
-    one; `session_secret` signs the user service's tokens."""
+    one; `session_secret` signs the user service's tokens; `caller_keys` (fresh ones unless
+    given) sign the callers' tokens, which the services check."""
     added = tuple(interceptors)
+    keys = dict(caller_keys) if caller_keys is not None else new_keys()
+    trust = {
+        name: {"TRUSTED_CALLER_KEYS": trusted_caller_keys(TRUSTED_ISSUERS[name], keys)}
+        for name in TRUSTED_ISSUERS
+    }
     pet_store = MemoryPetStore()
     order_store = MemoryOrderStore()
     user_store = MemoryUserStore()
@@ -142,18 +171,23 @@ async def in_process_stack(
         return pet_service.build_definition(pet_store, heartbeat_seconds=pet_heartbeat_seconds)
 
     async with AsyncExitStack() as cleanup:
-        pet = InProcessService(pet_service.SERVICE_NAME, pet_store, build_pet, added)
+        pet = InProcessService(pet_service.SERVICE_NAME, pet_store, build_pet, added, trust["pet"])
         cleanup.push_async_callback(pet.stop)
         await pet.start()
 
         pets = await cleanup.enter_async_context(
-            grpc_pet_directory(pet.address, timeout_seconds=DEFAULT_PET_SERVICE_TIMEOUT_SECONDS)
+            grpc_pet_directory(
+                pet.address,
+                timeout_seconds=DEFAULT_PET_SERVICE_TIMEOUT_SECONDS,
+                signer=CallerSigner(ORDER_ISSUER, keys[ORDER_ISSUER].seed),  # as the order service signs
+            )
         )
         order = InProcessService(
             order_service.SERVICE_NAME,
             order_store,
             lambda: order_service.build_definition(order_store, pets),
             added,
+            trust["order"],
         )
         cleanup.push_async_callback(order.stop)
         await order.start()
@@ -166,8 +200,9 @@ async def in_process_stack(
             user_store,
             lambda: user_service.build_definition(user_store, passwords, tokens),
             added,
+            trust["user"],
         )
         cleanup.push_async_callback(user.stop)
         await user.start()
 
-        yield InProcessStack(pet, order, user, session_secret)
+        yield InProcessStack(pet, order, user, session_secret, keys)

@@ -22,7 +22,9 @@ from typing import IO, Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from petstore_common.caller_keys import KeyPair
 from petstore_devstack.ports import ensure_port_free, free_port, free_port_block
+from petstore_devstack.signing import caller_env, new_keys
 
 SERVICES = ("pet", "order", "user")
 STARTUP_TIMEOUT_SECONDS = 30.0
@@ -68,6 +70,9 @@ class Stack:
     instance_id: str = field(default_factory=lambda: secrets.token_hex(8))
     """Given to the gateway (GATEWAY_INSTANCE_ID), which echoes it on /livez: an answer
     without it comes from some other server on the port."""
+    caller_keys: dict[str, KeyPair] = field(default_factory=new_keys)
+    """Issuer (`gateway`, `order-service`) -> the key pair it signs its gRPC calls with, fresh
+    for each stack unless given; the services trust the public keys (petstore_devstack.signing)."""
 
     def __post_init__(self) -> None:
         self.session_secret = self.session_secret or os.urandom(32).hex()
@@ -85,6 +90,7 @@ class Stack:
                 "MONGODB_URI": self.mongodb_uri,
                 "MONGODB_DATABASE": f"{self.database_prefix}_{name}",
                 "METRICS_PORT": str(metrics_ports[name]),
+                **caller_env(name, self.caller_keys),
             }
             if name == "order":
                 env["PET_SERVICE_ADDR"] = f"127.0.0.1:{ports['pet']}"
@@ -105,9 +111,16 @@ class Stack:
                 "USER_SERVICE_ADDR": f"127.0.0.1:{ports['user']}",
                 "PETSTORE_API_KEYS": self.api_keys,
                 "PETSTORE_SESSION_SECRET": self.session_secret,
+                **caller_env("gateway", self.caller_keys),
             },
             self.gateway_port,
         )
+
+    def accept_unsigned_calls(self) -> None:
+        """The services accept a call without a caller token (a token present must still be
+        valid): for a caller one release behind, which signs none (CALLER_TOKENS=optional)."""
+        for name in SERVICES:
+            self.processes[name].env["CALLER_TOKENS"] = "optional"
 
     @staticmethod
     def _metrics_ports(env: Mapping[str, str]) -> dict[str, int]:

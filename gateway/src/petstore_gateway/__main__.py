@@ -11,7 +11,7 @@ from petstore_common.logging import configure_logging
 from petstore_common.metrics import start_metrics_server
 from petstore_common.settings import SettingsError
 from petstore_common.tracing import configure_tracing
-from petstore_gateway.app import create_app
+from petstore_gateway.app import caller_signer, create_app
 from petstore_gateway.connections import ConnectionTimeouts
 from petstore_gateway.keys import METRICS
 from petstore_gateway.serving import serve
@@ -24,6 +24,7 @@ log = logging.getLogger("petstore_gateway")
 def main() -> None:
     try:
         settings = GatewaySettings.from_env()
+        caller_signer(settings)  # the services refuse unsigned calls: no key, no start
     except SettingsError as exc:
         print(f"petstore_gateway: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 from aiohttp import web
 
 from petstore.user.v1 import user_service_pb2
+from petstore_common.caller_gate import GATEWAY
+from petstore_common.caller_tokens import CallerSigner
+from petstore_common.settings import SettingsError
 from petstore_gateway import caching, health
 from petstore_gateway.apidoc.routes import build_documents, entry_routes
 from petstore_gateway.apidoc.routes import routes as apidoc_routes
@@ -44,8 +47,9 @@ def create_app(
     operations: Sequence[Operation] = OPERATIONS,
 ) -> web.Application:
     """The gateway: the probes, and `operations` with their description under API_PREFIX.
-    Without `clients` it opens channels to the configured services on start-up and closes them
-    on clean-up; tests pass clients of their own (and close them)."""
+    Without `clients` it opens channels to the configured services on start-up, their calls
+    signed with CALLER_SIGNING_KEY (SettingsError without one), and closes them on clean-up;
+    tests pass clients of their own (and close them)."""
     app = web.Application(
         middlewares=MIDDLEWARES, client_max_size=settings.max_body_bytes, client_max_fields=MAX_FORM_FIELDS
     )
@@ -78,7 +82,7 @@ def create_app(
     )
     app[METRICS].watch_cache(app[PET_CACHE])
     if clients is None:
-        app.cleanup_ctx.append(_service_clients)
+        app.cleanup_ctx.append(_service_clients(caller_signer(settings)))
     else:
         app[CLIENTS] = clients
     app.cleanup_ctx.append(_pet_watch)
@@ -90,15 +94,29 @@ def create_app(
     return app
 
 
-async def _service_clients(app: web.Application) -> AsyncIterator[None]:
-    settings = app[SETTINGS]
-    async with open_clients(
-        pet_addr=settings.pet_service_addr,
-        order_addr=settings.order_service_addr,
-        user_addr=settings.user_service_addr,
-    ) as clients:
-        app[CLIENTS] = clients
-        yield
+def caller_signer(settings: GatewaySettings) -> CallerSigner:
+    """What signs the gateway's gRPC calls; SettingsError without CALLER_SIGNING_KEY."""
+    if not settings.caller_signing_key:
+        raise SettingsError(
+            "CALLER_SIGNING_KEY must be set: the base64url Ed25519 seed the gateway signs its gRPC "
+            "calls with (`python -m petstore_common.caller_keys` makes one)"
+        )
+    return CallerSigner(GATEWAY, settings.caller_signing_key)
+
+
+def _service_clients(signer: CallerSigner) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def service_clients(app: web.Application) -> AsyncIterator[None]:
+        settings = app[SETTINGS]
+        async with open_clients(
+            pet_addr=settings.pet_service_addr,
+            order_addr=settings.order_service_addr,
+            user_addr=settings.user_service_addr,
+            signer=signer,
+        ) as clients:
+            app[CLIENTS] = clients
+            yield
+
+    return service_clients
 
 
 async def _pet_watch(app: web.Application) -> AsyncIterator[None]:

@@ -1,4 +1,5 @@
-"""The gRPC stubs of the three services, on channels opened and closed with the application."""
+"""The gRPC stubs of the three services, on channels opened and closed with the application;
+every call on them carries a caller token the gateway signs (petstore_common.caller_tokens)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import grpc
 from petstore.order.v1 import order_service_pb2_grpc
 from petstore.pet.v1 import pet_service_pb2_grpc
 from petstore.user.v1 import user_service_pb2_grpc
+from petstore_common.caller_tokens import CallerSigner
 from petstore_common.grpc_client import create_channel
 
 if TYPE_CHECKING:
@@ -35,9 +37,12 @@ class ServiceClients:
     """Channel per full gRPC service name, for health checks."""
 
     @classmethod
-    def connect(cls, *, pet_addr: str, order_addr: str, user_addr: str) -> ServiceClients:
-        """Channels connect lazily, so this never blocks and never fails on a service that is down."""
-        pet, order, user = (create_channel(addr) for addr in (pet_addr, order_addr, user_addr))
+    def connect(
+        cls, *, pet_addr: str, order_addr: str, user_addr: str, signer: CallerSigner
+    ) -> ServiceClients:
+        """Channels connect lazily, so this never blocks and never fails on a service that is down.
+        `signer` signs each call's caller token (for the request's own caller)."""
+        pet, order, user = (create_channel(addr, signer=signer) for addr in (pet_addr, order_addr, user_addr))
         return cls(
             pet=pet_service_pb2_grpc.PetServiceStub(pet),
             order=order_service_pb2_grpc.OrderServiceStub(order),
@@ -50,8 +55,12 @@ class ServiceClients:
 
 
 @asynccontextmanager
-async def open_clients(*, pet_addr: str, order_addr: str, user_addr: str) -> AsyncIterator[ServiceClients]:
-    clients = ServiceClients.connect(pet_addr=pet_addr, order_addr=order_addr, user_addr=user_addr)
+async def open_clients(
+    *, pet_addr: str, order_addr: str, user_addr: str, signer: CallerSigner
+) -> AsyncIterator[ServiceClients]:
+    clients = ServiceClients.connect(
+        pet_addr=pet_addr, order_addr=order_addr, user_addr=user_addr, signer=signer
+    )
     try:
         yield clients
     finally:

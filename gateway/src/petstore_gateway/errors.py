@@ -30,7 +30,6 @@ GRPC_TO_HTTP: Mapping[grpc.StatusCode, int] = MappingProxyType(
         # Another request holds what this one needs (the twin of an idempotent create).
         grpc.StatusCode.ABORTED: 409,
         grpc.StatusCode.OUT_OF_RANGE: 400,
-        grpc.StatusCode.UNAUTHENTICATED: 401,
         grpc.StatusCode.PERMISSION_DENIED: 403,
         grpc.StatusCode.NOT_FOUND: 404,
         grpc.StatusCode.ALREADY_EXISTS: 409,
@@ -42,7 +41,9 @@ GRPC_TO_HTTP: Mapping[grpc.StatusCode, int] = MappingProxyType(
         grpc.StatusCode.CANCELLED: 503,
     }
 )
-"""Every status not listed here is a 500 with a generic message."""
+"""Every status not listed here is a 500 with a generic message. UNAUTHENTICATED among them: the
+gateway itself decides who the client is (401); a service refuses only the gateway's own caller
+token, which is the deployment's fault (keys or upgrade order), never the client's."""
 
 SERVICE_RETRY_AFTER = "1"
 """Retry-After (seconds) of a 429 that a service's RESOURCE_EXHAUSTED became."""

@@ -7,7 +7,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from petstore_common.settings import SettingsError, env_float, env_int, env_list, env_str, session_secret
+from petstore_common.settings import (
+    SettingsError,
+    caller_signing_key,
+    env_float,
+    env_int,
+    env_list,
+    env_str,
+    session_secret,
+)
 from petstore_common.watch import SILENCE_SECONDS
 from petstore_gateway.client_address import Network, parse_networks
 
@@ -41,13 +49,15 @@ class GatewaySettings:
     """The deadline of every call to a service."""
     max_body_bytes: int = MAX_BODY_BYTES
     body_buffer_bytes: int = BODY_BUFFER_BYTES
-    """Request-body bytes held at once across all connections; a body that would pass it is
-    503 with Retry-After before it is read. At least max_body_bytes."""
+    """Request-body bytes held at once across all connections; a body that would pass it, or
+    its caller's share of it (body_budget.py), is 503 with Retry-After before it is read. At
+    least max_body_bytes."""
     header_timeout_seconds: float = HEADER_TIMEOUT_SECONDS
     """From the first byte of a request to the end of its headers; then 408 and closed."""
     body_timeout_seconds: float = BODY_TIMEOUT_SECONDS
-    """A body that receives no byte this long, while the gateway is ready for more, is 408 and
-    its connection closed."""
+    """A body that receives no byte this long, while the gateway is ready for more, or that is
+    not complete this long plus its length at MIN_BODY_BYTES_PER_SECOND after its head
+    (connections.py), is 408 and its connection closed."""
     keepalive_timeout_seconds: float = KEEPALIVE_TIMEOUT_SECONDS
     """A connection without a request this long (after it opened or after its last answer) is
     closed. A proxy in front should drop its idle upstream connections sooner."""
@@ -87,6 +97,11 @@ class GatewaySettings:
     public_base_url: str = ""
     """scheme://host[:port][/prefix] clients reach the gateway at, for the image URLs it stores
     in photoUrls; empty: each upload's own scheme and Host."""
+    # -- Caller tokens (petstore_common.caller_tokens) --
+    caller_signing_key: str = field(default="", repr=False)
+    """CALLER_SIGNING_KEY: the private key the gateway signs every gRPC call's caller token with
+    (as the issuer "gateway"). Required to open channels to the services (create_app refuses to
+    start without it); tests that bring their own clients may leave it empty."""
 
     def __post_init__(self) -> None:
         metrics_ports = range(self.metrics_port, self.metrics_port + self.workers)
@@ -132,7 +147,13 @@ class GatewaySettings:
             metrics_port=env_int(env, "METRICS_PORT", 0),
             instance_id=_instance_id(env),
             public_base_url=_public_base_url(env),
+            caller_signing_key=_caller_signing_key(env),
         )
+
+
+def _caller_signing_key(env: Mapping[str, str]) -> str:
+    """CALLER_SIGNING_KEY, checked when set (petstore_common.settings.caller_signing_key)."""
+    return caller_signing_key(env) if env.get("CALLER_SIGNING_KEY", "").strip() else ""
 
 
 def _seconds(env: Mapping[str, str], name: str, default: float) -> float:

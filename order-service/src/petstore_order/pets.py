@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import grpc
 
 from petstore.pet.v1 import pet_service_pb2, pet_service_pb2_grpc
+from petstore_common.caller_tokens import CallerSigner
 from petstore_common.contract_bounds import MAX_IDS_PER_CHECK
 from petstore_common.errors import FailedPrecondition, NotFound, Unavailable
 from petstore_common.grpc_client import create_channel
@@ -211,10 +212,13 @@ def _settle(question: _Question, outcome: bool | Exception) -> None:
 
 
 @asynccontextmanager
-async def grpc_pet_directory(address: str, *, timeout_seconds: float) -> AsyncIterator[GrpcPetDirectory]:
-    """A directory over one channel to `address`, closed on exit. The channel connects lazily
-    and reconnects by itself, so the pet service may start after (or restart under) us."""
-    async with create_channel(address) as channel:
+async def grpc_pet_directory(
+    address: str, *, timeout_seconds: float, signer: CallerSigner
+) -> AsyncIterator[GrpcPetDirectory]:
+    """A directory over one channel to `address`, closed on exit, its calls signed by `signer`
+    (the issuer "order-service"). The channel connects lazily and reconnects by itself, so the
+    pet service may start after (or restart under) us."""
+    async with create_channel(address, signer=signer) as channel:
         directory = GrpcPetDirectory(channel, timeout_seconds=timeout_seconds)
         try:
             yield directory

@@ -9,6 +9,8 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 import grpc
 
 from petstore.order.v1 import order_service_pb2_grpc
+from petstore_common.caller_gate import ORDER_SERVICE
+from petstore_common.caller_tokens import CallerSigner
 from petstore_common.grpc_server import ServiceDefinition
 from petstore_common.idempotency import DEFAULT_TTL_SECONDS
 from petstore_common.stores import StoreReadiness, open_store
@@ -71,7 +73,9 @@ async def order_service(settings: OrderSettings) -> AsyncIterator[ServiceDefinit
     )
     async with (
         grpc_pet_directory(
-            settings.pet_service_addr, timeout_seconds=settings.pet_service_timeout_seconds
+            settings.pet_service_addr,
+            timeout_seconds=settings.pet_service_timeout_seconds,
+            signer=CallerSigner(ORDER_SERVICE, settings.caller_signing_key),
         ) as pets,
         stores as (store, readiness),
     ):

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from petstore_common.settings import ServiceSettings, SettingsError, env_float, env_int, env_str
+from petstore_common.settings import (
+    ServiceSettings,
+    SettingsError,
+    caller_signing_key,
+    env_float,
+    env_int,
+    env_str,
+)
 from petstore_order.sale import DEFAULT_RECOVER_AFTER_SECONDS, DEFAULT_RECOVERY_INTERVAL_SECONDS
 from petstore_order.servicer import DEFAULT_MAX_OPEN_ORDERS
 
@@ -26,6 +33,9 @@ class OrderSettings:
     """host:port of the pet service, asked whether an order's pet exists."""
     pet_service_timeout_seconds: float
     """Deadline of each GetPet call: a hung pet service turns into UNAVAILABLE, not a hung order."""
+    caller_signing_key: str = field(repr=False)
+    """CALLER_SIGNING_KEY: the order service signs its calls to the pet service with it (as the
+    issuer "order-service"); a secret, so never part of repr or logs."""
     reserve_pets: bool = True
     """ORDER_RESERVES_PET: an order reserves its pet, delivery sells it, cancelling frees it (a
     pet is sold once). false: the classic rule, where every order stands alone."""
@@ -50,6 +60,7 @@ class OrderSettings:
                 DEFAULT_PET_SERVICE_TIMEOUT_SECONDS,
                 minimum=MIN_PET_SERVICE_TIMEOUT_SECONDS,
             ),
+            caller_signing_key=caller_signing_key(env),
             reserve_pets=_env_bool(env, "ORDER_RESERVES_PET", True),
             sale_recover_after_seconds=env_float(
                 env, "SALE_RECOVER_AFTER_SECONDS", DEFAULT_RECOVER_AFTER_SECONDS, minimum=0.1
