@@ -93,3 +93,18 @@ def test_a_stop_that_hangs_ends_hard_at_its_bound() -> None:
     assert time.monotonic() - started < 2
     assert "stop overran 0.5 s" in err
     assert "time.sleep" in err or "<module>" in err  # the stacks at the moment of the exit
+
+
+def test_a_stop_that_finishes_in_time_is_left_alone() -> None:
+    child = _child(
+        """
+        print("ready", flush=True)
+        exit_after(0.3).done()
+        time.sleep(0.8)
+        print("still here", flush=True)
+        """
+    )
+    _ready(child)
+    out, err = child.communicate(timeout=10)
+    assert child.returncode == 0, err
+    assert "still here" in out

@@ -10,12 +10,14 @@ from typing import Any
 
 import grpc
 import pytest
-from pymongo.errors import ServerSelectionTimeoutError
+from grpc_health.v1 import health, health_pb2
+from pymongo.errors import OperationFailure, ServerSelectionTimeoutError
 
 from petstore.pet.v1 import pet_service_pb2
+from petstore_common import grpc_server
 from petstore_common.caller_testing import signed_channel, trusting_env
 from petstore_common.errors import NotFound
-from petstore_common.grpc_client import is_serving
+from petstore_common.grpc_client import WRITES_HEALTH_SUFFIX, health_status, is_serving
 from petstore_common.grpc_server import (
     HEALTH_CHECK_INTERVAL_SECONDS,
     RECHECK_INTERVAL_SECONDS,
@@ -26,6 +28,7 @@ from petstore_common.grpc_server import (
 from petstore_common.request_context import NO_REQUEST_ID, current_request_id
 from petstore_common.request_validation import RequestValidator
 from petstore_common.settings import ServiceSettings
+from petstore_common.storage_faults import WRITES_REFUSED
 
 SERVICE = "test.v1.EchoService"
 seen_request_ids: list[str] = []
@@ -44,6 +47,10 @@ async def _db_down(request: bytes, context: Any) -> bytes:
     raise ServerSelectionTimeoutError("no servers")
 
 
+async def _disk_full(request: bytes, context: Any) -> bytes:
+    raise OperationFailure("[msg_insert.go:168] database or disk is full (13)", code=1)  # FerretDB's words
+
+
 async def _bug(request: bytes, context: Any) -> bytes:
     raise ZeroDivisionError("secret internals")
 
@@ -54,7 +61,14 @@ async def _slow(request: bytes, context: Any) -> bytes:
 
 
 def _register(server: grpc.aio.Server) -> None:
-    behaviours = {"Echo": _echo, "Missing": _missing, "DbDown": _db_down, "Bug": _bug, "Slow": _slow}
+    behaviours = {
+        "Echo": _echo,
+        "Missing": _missing,
+        "DbDown": _db_down,
+        "DiskFull": _disk_full,
+        "Bug": _bug,
+        "Slow": _slow,
+    }
     handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
         name: grpc.unary_unary_rpc_method_handler(fn) for name, fn in behaviours.items()
     }
@@ -170,6 +184,44 @@ async def test_a_service_back_in_health_serves_within_a_second(
             assert time.monotonic() - back < 1.0, "still NOT_SERVING a second after its database came back"
             await asyncio.sleep(0.05)
         assert await call("Echo") == b"ping"
+
+
+async def test_a_full_disk_refuses_writes_keeps_the_service_ready_and_says_so(
+    running: RunningService, call: Callable[[str], Awaitable[bytes]]
+) -> None:
+    async with signed_channel(f"127.0.0.1:{running.port}") as channel:
+        writes = SERVICE + WRITES_HEALTH_SUFFIX
+        assert await health_status(channel, writes) == health_pb2.HealthCheckResponse.SERVING
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await call("DiskFull")
+        assert (caught.value.code(), caught.value.details()) == (grpc.StatusCode.UNAVAILABLE, WRITES_REFUSED)
+
+        assert await is_serving(channel, SERVICE)  # reads work: it stays in its callers' turn
+        assert await health_status(channel, writes) == health_pb2.HealthCheckResponse.NOT_SERVING
+        assert await call("Echo") == b"ping"  # a write that goes through ends the outage
+        assert await health_status(channel, writes) == health_pb2.HealthCheckResponse.SERVING
+
+
+async def test_a_service_stuck_not_serving_while_its_database_answers_gives_up(
+    readiness: Readiness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(grpc_server, "STUCK_AFTER_SECONDS", 0.3)
+    monkeypatch.setattr(grpc_server, "GUARD_INTERVAL_SECONDS", 0.05)
+    definition = ServiceDefinition(SERVICE, _register, readiness.check)
+    stuck = grpc_server.Readiness(definition, health.aio.HealthServicer())
+    gave_up: list[float] = []
+    await stuck.report(health_pb2.HealthCheckResponse.NOT_SERVING)  # and no watch to end it
+    readiness.ready = False
+    guard = asyncio.create_task(stuck.guard(gave_up.append))
+    try:
+        await asyncio.sleep(0.6)
+        assert gave_up == []  # the database is away: NOT_SERVING is right
+        readiness.ready = True
+        await asyncio.sleep(0.3)
+        assert gave_up
+        assert gave_up[0] >= 0.3
+    finally:
+        guard.cancel()
 
 
 async def test_graceful_stop_lets_in_flight_calls_finish(running: RunningService) -> None:

@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 from grpc_health.v1 import health_pb2
 
+from petstore_common.grpc_client import WRITES_HEALTH_SUFFIX
 from petstore_common.metrics import start_metrics_server
 from petstore_common.settings import SettingsError
 from petstore_gateway.clients import ORDER_SERVICE
@@ -67,6 +68,24 @@ async def test_not_ready_names_the_service_that_is_not_serving(client: Client, b
     assert body["type"] == "error"
     assert "order" in body["message"]
     assert "pet" not in body["message"]
+
+
+async def test_a_database_refusing_writes_is_named_while_reads_keep_the_gateway_ready(
+    client: Client, backend: Backend
+) -> None:
+    # What the order service reports while its database's disk is full.
+    await backend.stack.order.health.set(
+        ORDER_SERVICE + WRITES_HEALTH_SUFFIX, health_pb2.HealthCheckResponse.NOT_SERVING
+    )
+    response = await client.get("/readyz")
+    assert response.status == 200
+    message = (await response.json())["message"]
+    assert message == "ready; writes refused by the order service's database, reads work"
+
+    await backend.stack.order.health.set(
+        ORDER_SERVICE + WRITES_HEALTH_SUFFIX, health_pb2.HealthCheckResponse.SERVING
+    )
+    assert (await (await client.get("/readyz")).json())["message"] == "ready"
 
 
 async def test_not_ready_when_a_service_is_unreachable(pet_down: Client) -> None:

@@ -4,8 +4,9 @@
   stderr through faulthandler, which works even while the event loop is blocked, then, if the
   loop still turns, logs the stack of every asyncio task as one record (`task stacks`).
 - `exit_after(seconds)`: once a stop has begun, a daemon thread ends the process with
-  EXIT_STOP_OVERRAN if it is still alive `seconds` later, after dumping its threads' stacks:
-  a drain that never ends, or a loop that no longer turns, cannot hold a stop past its bound.
+  EXIT_STOP_OVERRAN if the stop has not finished (`done()`) `seconds` later, after dumping its
+  threads' stacks: a drain that never ends, or a loop that no longer turns, cannot hold a stop
+  past its bound.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ import os
 import signal
 import sys
 import threading
-import time
 
 DUMP_SIGNAL = signal.SIGUSR1
+STOP_MARGIN_SECONDS = 1.0
+"""A stop lasts at most the grace period and this: past it the process exits hard, its stacks
+in the log, so a hung drain never outlasts the supervisor's patience."""
 EXIT_STOP_OVERRAN = 70
 """The exit status of a process whose graceful stop overran its bound (EX_SOFTWARE)."""
 
@@ -48,14 +51,26 @@ def dump_stacks_on_signal(loop: asyncio.AbstractEventLoop) -> None:
     faulthandler.register(DUMP_SIGNAL, file=sys.stderr, all_threads=True, chain=True)
 
 
-def exit_after(seconds: float) -> None:
-    """End the process `seconds` from now unless it has exited by then."""
+class StopDeadline:
+    """The bound on a stop under way: `done()` once the stop finished by itself."""
 
-    def deadline() -> None:
-        time.sleep(seconds)
-        line = f'{{"level":"ERROR","msg":"stop overran {seconds:g} s: exiting hard"}}\n'
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._done = threading.Event()
+        threading.Thread(target=self._expire, name="stop-deadline", daemon=True).start()
+
+    def done(self) -> None:
+        self._done.set()
+
+    def _expire(self) -> None:
+        if self._done.wait(self.seconds):
+            return
+        line = f'{{"level":"ERROR","msg":"stop overran {self.seconds:g} s: exiting hard"}}\n'
         os.write(sys.stderr.fileno(), line.encode())  # not logging: its lock may be held
         faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
         os._exit(EXIT_STOP_OVERRAN)
 
-    threading.Thread(target=deadline, name="stop-deadline", daemon=True).start()
+
+def exit_after(seconds: float) -> StopDeadline:
+    """End the process `seconds` from now unless the deadline is `done()` by then."""
+    return StopDeadline(seconds)

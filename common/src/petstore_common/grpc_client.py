@@ -31,6 +31,10 @@ READ_METHODS = {
     "petstore.order.v1.OrderService": ("GetOrder",),
     "petstore.user.v1.UserService": ("GetUser", "CheckSession"),
 }
+READ_METHOD_PATHS = frozenset(
+    f"/{service}/{method}" for service, methods in READ_METHODS.items() for method in methods
+)
+"""The same, as the method paths a server sees ("/petstore.pet.v1.PetService/GetPet")."""
 IDEMPOTENT_WRITES = {
     "petstore.pet.v1.PetService": ("ReservePet", "ReleasePet", "SellPet"),
 }
@@ -161,8 +165,14 @@ def create_channel(target: str, *, signer: CallerSigner | None = None) -> grpc.a
     return grpc.aio.insecure_channel(target, options=list(CHANNEL_OPTIONS), interceptors=interceptors)
 
 
-async def is_serving(channel: grpc.aio.Channel, service: str = "", deadline_s: float = 1.0) -> bool:
-    """Ask the standard gRPC health service whether `service` ("" = the server) is SERVING."""
+WRITES_HEALTH_SUFFIX = "/writes"
+"""A service reports the health name `<service>/writes` NOT_SERVING while its database refuses
+writes for lack of storage (petstore_common.storage_faults); SERVING otherwise."""
+
+
+async def health_status(channel: grpc.aio.Channel, service: str = "", deadline_s: float = 1.0) -> int | None:
+    """The standard gRPC health service's status of `service` ("" = the server); None when it
+    cannot be had (the server unreachable, or a name it does not report: NOT_FOUND)."""
     check = channel.unary_unary(
         "/grpc.health.v1.Health/Check",
         request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
@@ -171,5 +181,11 @@ async def is_serving(channel: grpc.aio.Channel, service: str = "", deadline_s: f
     try:
         reply = await check(health_pb2.HealthCheckRequest(service=service), timeout=deadline_s)
     except grpc.RpcError:
-        return False
-    return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+        return None
+    status: int = reply.status
+    return status
+
+
+async def is_serving(channel: grpc.aio.Channel, service: str = "", deadline_s: float = 1.0) -> bool:
+    """Ask the standard gRPC health service whether `service` ("" = the server) is SERVING."""
+    return await health_status(channel, service, deadline_s) == health_pb2.HealthCheckResponse.SERVING

@@ -20,7 +20,9 @@ from prometheus_client import Counter, Histogram
 from pymongo.errors import ConnectionFailure, PyMongoError
 
 from petstore_common.caller_gate import CallerGate
+from petstore_common.diagnostics import STOP_MARGIN_SECONDS, dump_stacks_on_signal, exit_after, task_stacks
 from petstore_common.errors import InvalidArgument, ResourceExhausted, ServiceError, Unauthenticated
+from petstore_common.grpc_client import READ_METHOD_PATHS, WRITES_HEALTH_SUFFIX
 from petstore_common.logging import RequestLog, configure_logging
 from petstore_common.metrics import start_metrics_server
 from petstore_common.request_context import (
@@ -30,6 +32,7 @@ from petstore_common.request_context import (
 )
 from petstore_common.request_validation import RequestValidator
 from petstore_common.settings import HasServiceSettings, ServiceSettings, SettingsError
+from petstore_common.storage_faults import WRITES_REFUSED, WriteHealth, storage_fault
 from petstore_common.tracing import configure_tracing
 
 log = logging.getLogger(__name__)
@@ -38,6 +41,13 @@ rpc_log = RequestLog(__name__, "rpc")
 
 HEALTH_CHECK_INTERVAL_SECONDS = 2.0
 """How often a serving service checks its database (a check taking longer counts as failed)."""
+HEALTH_PREFIX = "/grpc.health."
+STUCK_AFTER_SECONDS = 10.0
+"""A service NOT_SERVING this long checks its database itself; answering, the service is stuck
+and exits (EXIT_STUCK) to be restarted. Any real outage's recheck would have ended it by then."""
+GUARD_INTERVAL_SECONDS = 1.0
+EXIT_STUCK = 75
+"""The exit status of a service that found itself stuck NOT_SERVING (EX_TEMPFAIL)."""
 RECHECK_INTERVAL_SECONDS = 0.25
 """How often a service that is NOT_SERVING checks again: it is back in its callers' turn (their
 health watches hear SERVING at once) within this of its database answering again."""
@@ -88,6 +98,15 @@ ServiceFactory = Callable[[SettingsT], AbstractAsyncContextManager[ServiceDefini
 them on exit."""
 
 
+def _exit_stuck(lasted: float) -> None:
+    count, stacks = task_stacks()
+    log.error(
+        "NOT_SERVING while the database answers: exiting to be restarted",
+        extra={"not_serving_seconds": round(lasted, 1), "tasks": count, "stacks": stacks},
+    )
+    os._exit(EXIT_STUCK)
+
+
 class Readiness:
     """The health a service reports, for "" and for its own name: kept in step with its
     database by a periodic check, and NOT_SERVING at once when a call finds the database gone
@@ -98,13 +117,48 @@ class Readiness:
         self._servicer = servicer
         self._recheck = asyncio.Event()
         self.status: int | None = None
+        self._since = time.monotonic()
+        """When the status last changed."""
+        self.writes = WriteHealth(self._report_writes)
+        """Whether the database refuses writes for lack of storage (petstore_common.storage_faults)."""
+
+    async def _report_writes(self, failing: bool) -> None:
+        serving = health_pb2.HealthCheckResponse
+        status = serving.NOT_SERVING if failing else serving.SERVING
+        await self._servicer.set(self._definition.name + WRITES_HEALTH_SUFFIX, status)
 
     async def report(self, status: int) -> None:
         if status == self.status:
             return
+        if status == health_pb2.HealthCheckResponse.SERVING and self.status is not None:
+            log.info("ready again", extra={"not_ready_seconds": round(time.monotonic() - self._since, 2)})
         self.status = status
+        self._since = time.monotonic()
         for name in ("", self._definition.name):
             await self._servicer.set(name, status)
+
+    async def guard(self, on_stuck: Callable[[float], None] = _exit_stuck) -> None:
+        """Ends a NOT_SERVING that should not last: once it has lasted STUCK_AFTER_SECONDS, a
+        check of the database of its own is made, and if that passes, the watch that should
+        have said so is stuck: `on_stuck` (by default: log the task stacks and exit, so the
+        supervisor restarts the service rather than it answering nothing for ever)."""
+        while True:
+            await asyncio.sleep(GUARD_INTERVAL_SECONDS)
+            if self.status != health_pb2.HealthCheckResponse.NOT_SERVING:
+                continue
+            lasted = time.monotonic() - self._since
+            if lasted < STUCK_AFTER_SECONDS:
+                continue
+            if await self._database_answers() and self.status == health_pb2.HealthCheckResponse.NOT_SERVING:
+                on_stuck(lasted)
+
+    async def _database_answers(self) -> bool:
+        try:
+            async with asyncio.timeout(HEALTH_CHECK_INTERVAL_SECONDS):
+                await self._definition.check_ready()
+        except Exception:  # the database is really away: NOT_SERVING is right
+            return False
+        return True
 
     async def database_lost(self, error: BaseException) -> None:
         """A call failed to reach the database: NOT_SERVING now, and check again at once."""
@@ -188,6 +242,10 @@ def _validated_stream(
     return stream
 
 
+def _is_write(method: str) -> bool:
+    return method not in READ_METHOD_PATHS and not method.startswith(HEALTH_PREFIX)
+
+
 def _observed(
     method: str,
     behaviour: Callable[..., Any],
@@ -205,7 +263,10 @@ def _observed(
             gate.check(method, pairs, request)  # an Unauthenticated, answered below
             if validator is not None:
                 validator.check(request)  # an InvalidArgument, answered below like the servicer's
-            return await behaviour(request, context)
+            response = await behaviour(request, context)
+            if readiness is not None and readiness.writes.failing and _is_write(method):
+                await readiness.writes.written()  # a write went through: the outage is over
+            return response
         except ServiceError as exc:
             code = exc.code
             trailing = exc.trailing_metadata() if isinstance(exc, ResourceExhausted) else ()
@@ -213,6 +274,10 @@ def _observed(
         except (ConnectionFailure, PyMongoError) as exc:
             # The database is gone or refused: a condition callers may retry, never a 500.
             code = grpc.StatusCode.UNAVAILABLE
+            cause = storage_fault(exc)
+            if cause is not None and readiness is not None:  # it answers, but stores nothing
+                await readiness.writes.refused(cause, exc, method=method)
+                await context.abort(code, WRITES_REFUSED)
             log.warning("database error", extra={"grpc_method": method, "error": type(exc).__name__})
             if readiness is not None and isinstance(exc, ConnectionFailure):  # gone, not refused
                 await readiness.database_lost(exc)
@@ -231,7 +296,7 @@ def _observed(
             elapsed = time.perf_counter() - started
             RPC_HANDLED.labels(method, code.name).inc()
             RPC_SECONDS.labels(method).observe(elapsed)
-            if not method.startswith("/grpc.health"):  # probes would drown the log
+            if not method.startswith(HEALTH_PREFIX):  # probes would drown the log
                 rpc_log.write(grpc_method=method, grpc_code=code.name, ms=round(elapsed * 1000, 2))
             current_request_id.reset(token)
 
@@ -246,10 +311,11 @@ class RunningService:
     _watchdog: asyncio.Task[None]
     _on_stop: Callable[[], Awaitable[None]] | None = None
     _background: asyncio.Task[None] | None = None
+    _guard: asyncio.Task[None] | None = None
 
     async def stop(self, grace: float | None) -> None:
         """Report NOT_SERVING, let in-flight RPCs finish within `grace`, then stop."""
-        for task in (self._watchdog, self._background):
+        for task in (self._watchdog, self._guard, self._background):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -306,12 +372,14 @@ async def start_service(
     definition.register(server)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     port = server.add_insecure_port(settings.listen_addr)
+    await health_servicer.set(definition.name + WRITES_HEALTH_SUFFIX, health_pb2.HealthCheckResponse.SERVING)
     await server.start()
     watchdog = asyncio.create_task(readiness.watch())
+    guard = asyncio.create_task(readiness.guard())
     background: asyncio.Task[None] | None = None
     if definition.background is not None:
         background = asyncio.create_task(definition.background())
-    return RunningService(server, port, health_servicer, watchdog, definition.on_stop, background)
+    return RunningService(server, port, health_servicer, watchdog, definition.on_stop, background, guard)
 
 
 def run_service(
@@ -338,13 +406,16 @@ async def serve(factory: ServiceFactory[SettingsT], own: SettingsT, *, service_n
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    dump_stacks_on_signal(loop)
     start_metrics_server(settings.metrics_port)
     async with factory(own) as definition:
         running = await start_service(definition, settings)
         log.info("serving", extra={"grpc_service": definition.name, "port": running.port})
         await stop.wait()
         log.info("stopping", extra={"grace_seconds": settings.grace_seconds})
+        stop_deadline = exit_after(settings.grace_seconds + STOP_MARGIN_SECONDS)  # whatever the drain does
         await running.stop(settings.grace_seconds)
+    stop_deadline.done()
     if tracing is not None:
         tracing.shutdown()  # flushes the spans still queued
     log.info("stopped")

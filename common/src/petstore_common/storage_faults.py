@@ -26,8 +26,6 @@ from pymongo.errors import OperationFailure
 log = logging.getLogger(__name__)
 
 WRITES_REFUSED = "the database refuses writes right now; reads still work, retry later"
-WRITES_HEALTH_SUFFIX = "/writes"
-"""The health name `<service>/writes` is NOT_SERVING while the database refuses writes."""
 
 OUT_OF_DISK_SPACE = 14031
 """MongoDB's OutOfDiskSpace error code."""

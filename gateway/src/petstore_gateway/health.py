@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 
 from aiohttp import web
+from grpc_health.v1 import health_pb2
 
-from petstore_common.grpc_client import is_serving
+from petstore_common.grpc_client import WRITES_HEALTH_SUFFIX, health_status, is_serving
 from petstore_gateway.bodies import respond_message
 from petstore_gateway.clients import SHORT_NAMES
 from petstore_gateway.errors import UNAVAILABLE_RETRY_AFTER, ApiError
@@ -31,17 +32,34 @@ async def livez(request: web.Request) -> web.Response:
 
 @routes.get("/readyz")
 async def readyz(request: web.Request) -> web.Response:
-    """200 when all three services report SERVING, else 503 naming those that do not."""
+    """200 when all three services report SERVING, else 503 naming those that do not. A
+    service whose database refuses writes for lack of storage (its `<service>/writes` health
+    name NOT_SERVING) stays ready, since reads work, and is named in the message."""
     channels = request.app[CLIENTS].channels
     names = list(channels)
-    results = await asyncio.gather(
-        *(is_serving(channels[name], name, READINESS_DEADLINE_SECONDS) for name in names)
+    serving, writes = await asyncio.gather(
+        asyncio.gather(*(is_serving(channels[name], name, READINESS_DEADLINE_SECONDS) for name in names)),
+        asyncio.gather(
+            *(
+                health_status(channels[name], name + WRITES_HEALTH_SUFFIX, READINESS_DEADLINE_SECONDS)
+                for name in names
+            )
+        ),
     )
-    not_ready = [SHORT_NAMES.get(name, name) for name, ok in zip(names, results, strict=True) if not ok]
+    not_ready = [SHORT_NAMES.get(name, name) for name, ok in zip(names, serving, strict=True) if not ok]
     if not_ready:
         raise ApiError(
             503,
             f"not ready: the {', '.join(not_ready)} service(s) not serving",
             headers={"Retry-After": UNAVAILABLE_RETRY_AFTER},
+        )
+    refusing = [
+        SHORT_NAMES.get(name, name)
+        for name, status in zip(names, writes, strict=True)
+        if status == health_pb2.HealthCheckResponse.NOT_SERVING
+    ]
+    if refusing:
+        return respond_message(
+            request, f"ready; writes refused by the {', '.join(refusing)} service's database, reads work"
         )
     return respond_message(request, "ready")

@@ -30,6 +30,7 @@ from aiohttp.base_protocol import BaseProtocol
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.typedefs import Handler
 
+from petstore_common.diagnostics import STOP_MARGIN_SECONDS, dump_stacks_on_signal, exit_after
 from petstore_gateway.connections import ConnectionTimeouts, GuardedAppRunner
 
 log = logging.getLogger(__name__)
@@ -117,6 +118,7 @@ async def serve(
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
+    dump_stacks_on_signal(loop)
     runner = GuardedAppRunner(
         app, timeouts=timeouts, handle_signals=False, access_log=None, shutdown_timeout=grace_seconds
     )
@@ -127,6 +129,7 @@ async def serve(
         log.info("serving", extra={"host": host, "port": port})
         await stop.wait()
         log.info("stopping", extra={"in_flight": in_flight.count, "grace_seconds": grace_seconds})
+        stop_deadline = exit_after(grace_seconds + STOP_MARGIN_SECONDS)  # whatever the drain does
         in_flight.draining = True
         if on_stop is not None:
             on_stop()
@@ -137,6 +140,7 @@ async def serve(
             await asyncio.wait_for(in_flight.idle(), timeout=grace_seconds)
     finally:
         await runner.cleanup()
+    stop_deadline.done()
 
 
 async def _close_idle_connections(server: web.Server, in_flight: InFlight, notice_seconds: float) -> None:
