@@ -169,6 +169,28 @@ async def test_readiness_and_routing_follow_the_database(
         assert serving[name] - unnamed[name] < READINESS_LAG_SECONDS, (name, serving, unnamed)
 
 
+NAMED_AFTER_KILL_SECONDS = 1.25
+"""With no call to find it out, /readyz names every service this soon after the database is
+killed: the driver's heartbeat (every 0.5 s) fails at once and turns each service NOT_SERVING."""
+
+
+async def test_readiness_hears_of_a_killed_database_with_no_call_made(
+    stack: Stack, database: Database, session: ClientSession
+) -> None:
+    readyz = Request("readyz", "GET", stack.base_url.removesuffix("/v2") + "/readyz")
+    await wait_for(session, readyz, 200, within=RECOVERY_SECONDS)
+    await asyncio.to_thread(database.kill)
+    killed = time.monotonic()
+    while True:
+        ready = await send(session, readyz)
+        message = str(ready.body.get("message")) if isinstance(ready.body, dict) else ""
+        if all(name in message for name in ("pet", "order", "user")):
+            break
+        assert time.monotonic() - killed < NAMED_AFTER_KILL_SECONDS, ready
+        await asyncio.sleep(0.05)
+    assert ready.started + ready.elapsed - killed < NAMED_AFTER_KILL_SECONDS
+
+
 # --- Idempotency-Keys of attempts that died with the database --------------------------------
 
 FREE_WITHIN_SECONDS = 1.0

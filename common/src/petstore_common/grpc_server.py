@@ -20,6 +20,7 @@ from prometheus_client import Counter, Histogram
 from pymongo.errors import ConnectionFailure, PyMongoError
 
 from petstore_common.caller_gate import CallerGate
+from petstore_common.database_events import DatabaseEvents
 from petstore_common.diagnostics import STOP_MARGIN_SECONDS, dump_stacks_on_signal, exit_after, task_stacks
 from petstore_common.errors import InvalidArgument, ResourceExhausted, ServiceError, Unauthenticated
 from petstore_common.grpc_client import READ_METHOD_PATHS, WRITES_HEALTH_SUFFIX
@@ -87,6 +88,9 @@ class ServiceDefinition:
     validator: RequestValidator = field(default_factory=RequestValidator)
     """Checks every request against its message's field rules before the servicer sees it;
     the service gives it the client's names for its fields."""
+    database_events: DatabaseEvents | None = None
+    """The driver's heartbeats of the service's database: a failed one turns it NOT_SERVING at
+    once (StoreReadiness.events; None for the embedded store)."""
     background: Callable[[], Coroutine[Any, Any, None]] | None = None
     """Work the service does while it serves, apart from calls (the order service's recovery of
     unfinished sales): started with the server, cancelled when it stops."""
@@ -119,6 +123,7 @@ class Readiness:
         self.status: int | None = None
         self._since = time.monotonic()
         """When the status last changed."""
+        self._reports: set[asyncio.Task[None]] = set()
         self.writes = WriteHealth(self._report_writes)
         """Whether the database refuses writes for lack of storage (petstore_common.storage_faults)."""
 
@@ -167,8 +172,23 @@ class Readiness:
             await self.report(health_pb2.HealthCheckResponse.NOT_SERVING)
         self._recheck.set()
 
+    def _heard(self, reachable: bool) -> None:
+        """From the driver's heartbeats: NOT_SERVING at a failed one; check again either way."""
+        if not reachable and self.status != health_pb2.HealthCheckResponse.NOT_SERVING:
+            task = asyncio.get_running_loop().create_task(self._heartbeat_failed())
+            self._reports.add(task)
+            task.add_done_callback(self._reports.discard)
+        self._recheck.set()
+
+    async def _heartbeat_failed(self) -> None:
+        if self.status != health_pb2.HealthCheckResponse.NOT_SERVING:
+            log.warning("not ready", extra={"error": "heartbeat failed", "seen_by": "heartbeat"})
+            await self.report(health_pb2.HealthCheckResponse.NOT_SERVING)
+
     async def watch(self) -> None:
         """Keep the health status in step with the service's dependencies."""
+        if self._definition.database_events is not None:
+            self._definition.database_events.subscribe(self._heard)
         while True:
             self._recheck.clear()  # a call failing during the check asks for another
             try:

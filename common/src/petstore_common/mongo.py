@@ -11,6 +11,7 @@ from pymongo import AsyncMongoClient, ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
+from petstore_common.database_events import HEARTBEAT_SECONDS, DatabaseEvents
 from petstore_common.errors import Aborted, ServiceError, Unavailable
 from petstore_common.settings import ServiceSettings
 from petstore_common.versions import VERSION_KEY, check_version
@@ -60,13 +61,18 @@ class KeyedLocks:
                 self._locks[key] = (lock, users - 1)
 
 
-def create_client(settings: ServiceSettings) -> AsyncMongoClient[Document]:
-    """A client that fails fast (UNAVAILABLE) instead of hanging when the database is gone."""
+def create_client(
+    settings: ServiceSettings, events: DatabaseEvents | None = None
+) -> AsyncMongoClient[Document]:
+    """A client that fails fast (UNAVAILABLE) instead of hanging when the database is gone, and
+    whose server monitoring (a heartbeat every HEARTBEAT_SECONDS) reports to `events`."""
     return AsyncMongoClient(
         settings.mongodb_uri,
         serverSelectionTimeoutMS=settings.mongodb_timeout_ms,
         connectTimeoutMS=settings.mongodb_timeout_ms,
         socketTimeoutMS=max(settings.mongodb_timeout_ms * 5, 10_000),
+        heartbeatFrequencyMS=int(HEARTBEAT_SECONDS * 1000),
+        event_listeners=[events] if events is not None else None,
         maxPoolSize=settings.mongodb_max_pool_size,
         tz_aware=True,
         appname=settings.database,

@@ -12,6 +12,7 @@ from typing import Protocol, TypeVar
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
+from petstore_common.database_events import DatabaseEvents
 from petstore_common.mongo import Document, create_client
 from petstore_common.settings import ServiceSettings
 
@@ -33,9 +34,11 @@ class StoreReadiness:
     """Ready when the store answers and its indexes exist. A service whose indexes are missing
     must not serve: a unique index is what keeps two users from sharing a name."""
 
-    def __init__(self, store: Store, *, indexed: bool = True) -> None:
+    def __init__(self, store: Store, *, indexed: bool = True, events: DatabaseEvents | None = None) -> None:
         self._store = store
         self._indexed = indexed
+        self.events = events
+        """The driver's heartbeats of the store's database (None: the embedded store)."""
 
     async def check(self) -> None:
         await self._store.ping()
@@ -57,7 +60,8 @@ async def open_store(
         store = memory()
         yield store, StoreReadiness(store)
         return
-    client = create_client(settings)
+    events = DatabaseEvents()
+    client = create_client(settings, events)
     try:
         store = mongo(client[settings.database])
         try:
@@ -68,6 +72,6 @@ async def open_store(
             log.warning("could not create indexes yet", extra={"error": type(exc).__name__})
             indexed = False
         log.info("using MongoDB", extra={"store": "mongo", "database": settings.database})
-        yield store, StoreReadiness(store, indexed=indexed)
+        yield store, StoreReadiness(store, indexed=indexed, events=events)
     finally:
         await client.close()

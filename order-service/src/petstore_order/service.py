@@ -54,11 +54,13 @@ def build_definition(
     def register(server: grpc.aio.Server) -> None:
         order_service_pb2_grpc.add_OrderServiceServicer_to_server(servicer, server)
 
+    ready = readiness or StoreReadiness(store)
     return ServiceDefinition(
         SERVICE_NAME,
         register,
-        (readiness or StoreReadiness(store)).check,
+        ready.check,
         validator=REQUEST_RULES,
+        database_events=ready.events,
         background=lambda: sale.recover_forever(sale_recovery_interval_seconds),
     )
 

@@ -37,12 +37,14 @@ def build_definition(
     def register(server: grpc.aio.Server) -> None:
         pet_service_pb2_grpc.add_PetServiceServicer_to_server(servicer, server)
 
+    ready = readiness or StoreReadiness(store)
     return ServiceDefinition(
         SERVICE_NAME,
         register,
-        (readiness or StoreReadiness(store)).check,
+        ready.check,
         on_stop=store.changes.close,
         validator=REQUEST_RULES,
+        database_events=ready.events,
     )
 
 

@@ -39,8 +39,9 @@ def build_definition(
     def register(server: grpc.aio.Server) -> None:
         user_service_pb2_grpc.add_UserServiceServicer_to_server(servicer, server)
 
+    ready = readiness or StoreReadiness(store)
     return ServiceDefinition(
-        SERVICE_NAME, register, (readiness or StoreReadiness(store)).check, validator=REQUEST_RULES
+        SERVICE_NAME, register, ready.check, validator=REQUEST_RULES, database_events=ready.events
     )
 
 
