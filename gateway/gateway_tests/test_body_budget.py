@@ -63,3 +63,16 @@ def test_one_address_holds_at_most_its_share_and_gets_it_back() -> None:
         0,
         {},
     )
+
+
+def test_a_holding_grows_with_its_bytes_is_refused_when_they_no_longer_fit_and_gives_all_back() -> None:
+    budget = BodyBudget(BUDGET, BODY)
+    with budget.holding(tier=Tier.ANONYMOUS, address="10.0.0.1") as hold:
+        for _ in range(10):
+            hold(BODY // 10)
+        assert (budget.held, budget.held_by_address) == (BODY, {"10.0.0.1": BODY})
+        with pytest.raises(ApiError) as raised:
+            hold(1)  # one byte past its address's share
+        assert raised.value.status == 503
+        assert budget.held == BODY  # the refused byte was not taken
+    assert (budget.held, budget.held_anonymous, budget.held_by_address) == (0, 0, {})

@@ -123,9 +123,10 @@ def sign_up(name: str) -> bytes:
 
 
 async def stall_a_body(port: int, source: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """A sign-up from `source` whose body of the largest size stops after its first byte."""
+    """A sign-up from `source` whose body of the largest size stops one byte short of its end:
+    the gateway holds every byte it sent (a body holds what arrived, not what it declares)."""
     reader, writer = await connect(port, source)
-    writer.write(USER_HEAD + f"Content-Length: {MAX_BODY}\r\n\r\n".encode() + b"{")
+    writer.write(USER_HEAD + f"Content-Length: {MAX_BODY}\r\n\r\n".encode() + b" " * (MAX_BODY - 1))
     await writer.drain()
     return reader, writer
 
@@ -164,9 +165,10 @@ async def test_anonymous_bodies_hold_at_most_their_share_and_staff_writes_go_on(
     # anonymous share (half the budget) ...
     stalled = [await stall_a_body(port, f"127.0.0.{n}") for n in range(2, 6)]
     await asyncio.sleep(BODY_TIMEOUT / 3)
-    # ... so a fifth anonymous one, from yet another address, is refused at once, unread ...
+    # ... so a fifth anonymous one, from yet another address, is refused as its bytes arrive ...
     reader, writer = await connect(port, "127.0.0.6")
-    writer.write(USER_HEAD + f"Content-Length: {MAX_BODY}\r\nConnection: close\r\n\r\n".encode())
+    head = USER_HEAD + f"Content-Length: {MAX_BODY}\r\nConnection: close\r\n\r\n".encode()
+    writer.write(head + b" " * MAX_BODY)
     head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), BODY_TIMEOUT / 2)
     assert head.startswith(b"HTTP/1.1 503")
     assert f"Retry-After: {UNAVAILABLE_RETRY_AFTER}\r\n".encode() in head
@@ -183,6 +185,21 @@ async def test_anonymous_bodies_hold_at_most_their_share_and_staff_writes_go_on(
         stalled_writer.close()
     answer = await answer_to(port, sign_up("after"), "127.0.0.6")
     assert status_of(answer) == 200, answer
+
+
+async def test_bodies_that_trickle_hold_only_what_arrived(port: int) -> None:
+    # Eight sign-ups from eight addresses declare a body of the largest size and send a byte:
+    # declared, they would be twice the anonymous share; held as they arrive, next to nothing.
+    trickling = []
+    for n in range(2, 10):
+        reader, writer = await connect(port, f"127.0.0.{n}")
+        writer.write(USER_HEAD + f"Content-Length: {MAX_BODY}\r\n\r\n".encode() + b"{")
+        trickling.append((reader, writer))
+    await asyncio.sleep(BODY_TIMEOUT / 3)
+    answer = await answer_to(port, sign_up("meanwhile"), "127.0.0.20")
+    assert status_of(answer) == 200, answer
+    for _, writer in trickling:
+        writer.close()
 
 
 async def test_one_address_holds_at_most_its_share_of_the_body_budget(port: int) -> None:

@@ -65,8 +65,8 @@ def _timed_out(exc: BodyTimedOut) -> ApiError:
     return ApiError(408, f"request body timed out: {exc}")
 
 
-def _reserve(request: web.Request) -> contextlib.AbstractContextManager[None]:
-    """The body's share of the body budget (body_budget.py): by who calls and from where."""
+def _share(request: web.Request) -> tuple[Tier, str]:
+    """Whose share of the body budget (body_budget.py) a body takes: by who calls and from where."""
     principal = request.get(PRINCIPAL, ANONYMOUS)
     if principal.is_staff:
         tier = Tier.STAFF
@@ -75,8 +75,29 @@ def _reserve(request: web.Request) -> contextlib.AbstractContextManager[None]:
     else:
         tier = Tier.ANONYMOUS
     trusted = request.config_dict[SETTINGS].trusted_proxies
-    address = client_address(request.remote, request.headers.get(FORWARDED_FOR_HEADER), trusted)
+    return tier, client_address(request.remote, request.headers.get(FORWARDED_FOR_HEADER), trusted)
+
+
+def _reserve(request: web.Request) -> contextlib.AbstractContextManager[None]:
+    """A form's declared length, held from the budget while aiohttp reads it."""
+    tier, address = _share(request)
     return request.config_dict[BODY_BUDGET].reserve(request.content_length, tier=tier, address=address)
+
+
+async def _read_holding(request: web.Request, hold: Callable[[int], None]) -> bytes:
+    """The body, each chunk held from the budget (`hold`) as it arrives, so a body that trickles
+    in holds only what has come. 413 past the body limit, declared or sent."""
+    limit = request.client_max_size
+    declared = request.content_length
+    if declared is not None and declared > limit:
+        raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=declared)
+    body = bytearray()
+    while chunk := await request.content.readany():
+        if len(body) + len(chunk) > limit:
+            raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=len(body) + len(chunk))
+        hold(len(chunk))
+        body += chunk
+    return bytes(body)
 
 
 def _decode(raw: bytes, fmt: BodyFormat, document: Document) -> Any:
@@ -101,9 +122,11 @@ async def read_body(
     declared = request.headers.get("Content-Type")
     undeclared = not media_type_of(declared)
     fmt = BodyFormat.JSON if undeclared else body_format(declared)
-    with _reserve(request):
+    tier, address = _share(request)
+    # The bytes stay held while they are parsed too (parsing holds several times them).
+    with request.config_dict[BODY_BUDGET].holding(tier=tier, address=address) as hold:
         try:
-            raw = await request.read()  # raises 413 past client_max_size, chunked or not
+            raw = await _read_holding(request, hold)
         except web.RequestPayloadError:  # e.g. a Content-Encoding the bytes do not follow
             raise ApiError(400, "request body could not be read") from None
         except BodyTimedOut as exc:

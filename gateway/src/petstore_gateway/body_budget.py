@@ -1,16 +1,16 @@
 """The request-body bytes the gateway holds at once, across all connections, and who may hold them.
 
-A body reserves its Content-Length (a chunked one the most a body may be) before it is read and
-gives it back once parsed; one that does not fit is 503 with Retry-After at once, unread.
-Reserving the declared length rather than the bytes that arrived is deliberate: a body that
-was admitted is never refused half-way through. The price is that a client which has sent one
-byte holds its whole declared length, for as long as the body deadline lets it
-(connections.py: body timeout + length / MIN_BODY_BYTES_PER_SECOND). So the budget is shared
-out, so that nobody holding bodies open can lock the others out:
+A JSON or XML body holds the bytes that have arrived, as they arrive (`holding`): a client that
+sends one byte a second holds one byte a second, and one that stalls holds what it sent until
+the body deadline (connections.py: body timeout + length / MIN_BODY_BYTES_PER_SECOND) cuts it.
+A body that no longer fits is refused there and then, 503 with Retry-After: nothing was done,
+so the client may send it again. A form (the staff's pet forms and uploads, read by aiohttp in
+one go) reserves its declared Content-Length before it is read (`reserve`). Either way the
+budget is shared out, so that nobody holding bodies open can lock the others out:
 
 - anonymous callers, all together, hold at most ANONYMOUS_SHARE of the budget; customers and
   anonymous callers together at most CUSTOMER_SHARE: the rest is always there for staff, whose
-  writes (stock, orders' fulfilment) go on whoever drips bodies at the shop;
+  writes (stock, orders' fulfilment) go on whoever sends bodies at the shop;
 - one client address (anonymous or customer) holds at most ADDRESS_SHARE of the budget (never
   less than one body of the largest size): one address cannot take a tier's whole share.
   Staff (a static key) is not held to it: a back office behind one NAT address is one address.
@@ -19,7 +19,7 @@ out, so that nobody holding bodies open can lock the others out:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import Enum
 
 from petstore_gateway.errors import UNAVAILABLE_RETRY_AFTER, ApiError
@@ -64,7 +64,30 @@ class BodyBudget:
 
     @contextlib.contextmanager
     def reserve(self, content_length: int | None, *, tier: Tier, address: str) -> Iterator[None]:
-        amount = self.amount(content_length)
+        """Hold a body's declared length (a chunked one's: the most a body may be) while it is read."""
+        with self.holding(tier=tier, address=address) as hold:
+            hold(self.amount(content_length))
+            yield
+
+    @contextlib.contextmanager
+    def holding(self, *, tier: Tier, address: str) -> Iterator[Callable[[int], None]]:
+        """A body's holding: `hold(n)` takes n more bytes (ApiError 503 when they do not fit);
+        everything it took is given back at the end."""
+        held = 0
+
+        def hold(amount: int) -> None:
+            nonlocal held
+            self._check(amount, tier, address)
+            self._add(amount, tier, address)
+            held += amount
+
+        try:
+            yield hold
+        finally:
+            if held:
+                self._add(-held, tier, address)
+
+    def _check(self, amount: int, tier: Tier, address: str) -> None:
         if tier is not Tier.STAFF:
             if self.held_by_address.get(address, 0) + amount > self.address_bytes:
                 raise _refused("this address is sending too many request bodies at once; retry shortly")
@@ -75,11 +98,6 @@ class BodyBudget:
                 raise _refused("the gateway is reading too many request bodies; retry shortly")
         if self.held + amount > self.max_bytes:
             raise _refused("the gateway is reading too many request bodies; retry shortly")
-        self._add(amount, tier, address)
-        try:
-            yield
-        finally:
-            self._add(-amount, tier, address)
 
     def _add(self, amount: int, tier: Tier, address: str) -> None:
         self.held += amount
