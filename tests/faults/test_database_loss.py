@@ -463,8 +463,11 @@ async def keyed_writer(
     make: Callable[[int], Request],
     answers: dict[str, list[Outcome]],
     stop: asyncio.Event,
+    *,
+    pause_seconds: float = 0.0,
 ) -> None:
-    """Create one resource after another until `stop`, each retried under its key until 200."""
+    """Create one resource after another until `stop`, each retried under its key until 200,
+    `pause_seconds` between keys."""
     number = 0
     while not stop.is_set():
         request = make(number)
@@ -478,6 +481,7 @@ async def keyed_writer(
             assert time.monotonic() < deadline, f"{request.name} not 200 within its budget: {outcomes[-5:]}"
             await asyncio.sleep(0.05)
         number += 1
+        await asyncio.sleep(pause_seconds)
 
 
 async def list_all(session: ClientSession, url: str) -> list[Any]:
