@@ -104,12 +104,19 @@ class Database:
         return f"mongodb://127.0.0.1:{self.port}/"
 
 
-@pytest.fixture
-def database(tmp_path: Path) -> Iterator[Database]:
-    with (tmp_path / "ferretdb.log").open("wb") as log:
-        database = Database(tmp_path / "data", free_port(), log)
+@contextmanager
+def running_database(data_dir: Path, log_path: Path) -> Iterator[Database]:
+    """A FerretDB of the test's own on `data_dir`, killed at the end."""
+    with log_path.open("wb") as log:
+        database = Database(data_dir, free_port(), log)
         database.start()
         try:
             yield database
         finally:
             database.kill()
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Iterator[Database]:
+    with running_database(tmp_path / "data", tmp_path / "ferretdb.log") as database:
+        yield database

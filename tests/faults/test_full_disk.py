@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 from aiohttp import ClientSession
 
-from petstore_devstack.ports import free_port
 from petstore_devstack.stack import Stack
-from tests.faults.conftest import STATIC_KEY, Database, running_stack
+from tests.faults.conftest import STATIC_KEY, Database, running_database, running_stack
 from tests.faults.load import Request, create_pet, send, wait_for
 
 pytestmark = pytest.mark.mongo
@@ -43,13 +42,8 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.fixture
 def database(small_disk: Path, tmp_path: Path) -> Iterator[Database]:
-    with (tmp_path / "ferretdb.log").open("wb") as log:
-        database = Database(small_disk / "data", free_port(), log)
-        database.start()
-        try:
-            yield database
-        finally:
-            database.kill()
+    with running_database(small_disk / "data", tmp_path / "ferretdb.log") as database:
+        yield database
 
 
 @pytest.fixture

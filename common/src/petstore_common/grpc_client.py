@@ -90,17 +90,10 @@ class RequestIdClientInterceptor(grpc.aio.UnaryUnaryClientInterceptor):
         client_call_details: grpc.aio.ClientCallDetails,
         request: Any,
     ) -> Any:
-        metadata = grpc.aio.Metadata(*(client_call_details.metadata or ()))
         request_id = current_request_id.get()
-        if request_id != NO_REQUEST_ID:  # outside a request the server picks a fresh id
-            metadata[REQUEST_ID_METADATA_KEY] = request_id
-        details = grpc.aio.ClientCallDetails(
-            client_call_details.method,
-            client_call_details.timeout,
-            metadata,
-            client_call_details.credentials,
-            client_call_details.wait_for_ready,
-        )
+        if request_id == NO_REQUEST_ID:  # outside a request the server picks a fresh id
+            return await continuation(client_call_details, request)
+        details = _with_metadata(client_call_details, (REQUEST_ID_METADATA_KEY, request_id))
         return await continuation(details, request)
 
 
