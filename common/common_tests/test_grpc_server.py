@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -387,3 +388,43 @@ async def test_a_streaming_request_is_checked_too(ruled: grpc.aio.Channel) -> No
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert caught.value.details() == "petIds: must not be empty"
     assert handled == [FindRequest(ids=[3, 4])]
+
+
+class HangingCheck:
+    """A driver call that swallows every cancellation (cpython#86296 can make one) until the
+    test lets it go."""
+
+    def __init__(self) -> None:
+        self.released = asyncio.Event()
+
+    async def check(self) -> None:
+        while not self.released.is_set():
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.released.wait()
+
+
+async def test_a_check_that_hangs_and_swallows_its_cancellation_holds_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(grpc_server, "CHECK_HUNG_SECONDS", 0.2)
+    monkeypatch.setattr(grpc_server, "STUCK_AFTER_SECONDS", 0.5)
+    monkeypatch.setattr(grpc_server, "GUARD_INTERVAL_SECONDS", 0.05)
+    hanging = HangingCheck()
+    definition = ServiceDefinition(SERVICE, _register, hanging.check)
+    readiness = grpc_server.Readiness(definition, health.aio.HealthServicer())
+    gave_up: list[float] = []
+    watch = asyncio.create_task(readiness.watch())
+    guard = asyncio.create_task(readiness.guard(gave_up.append))
+    try:
+        await asyncio.sleep(0.4)
+        assert readiness.status == health_pb2.HealthCheckResponse.NOT_SERVING  # the watch went on
+        await asyncio.sleep(0.6)
+        assert gave_up  # a driver whose checks hang is stuck: the service gives up to be restarted
+        for task in (watch, guard):
+            task.cancel()
+        await asyncio.wait({watch, guard}, timeout=1)
+        assert watch.done()
+        assert guard.done()
+    finally:
+        hanging.released.set()
+        await asyncio.sleep(0.05)

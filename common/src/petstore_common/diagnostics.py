@@ -19,11 +19,14 @@ import os
 import signal
 import sys
 import threading
+import time
 
 DUMP_SIGNAL = signal.SIGUSR1
 STOP_MARGIN_SECONDS = 1.0
 """A stop lasts at most the grace period and this: past it the process exits hard, its stacks
 in the log, so a hung drain never outlasts the supervisor's patience."""
+TASK_STACKS_WAIT_SECONDS = 0.3
+"""How long a stop that overran waits for its loop to log the tasks' stacks before exiting."""
 EXIT_STOP_OVERRAN = 70
 """The exit status of a process whose graceful stop overran its bound (EX_SOFTWARE)."""
 
@@ -57,6 +60,10 @@ class StopDeadline:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self._done = threading.Event()
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # called outside a loop: threads' stacks only
+            self._loop = None
         threading.Thread(target=self._expire, name="stop-deadline", daemon=True).start()
 
     def done(self) -> None:
@@ -67,6 +74,10 @@ class StopDeadline:
             return
         line = f'{{"level":"ERROR","msg":"stop overran {self.seconds:g} s: exiting hard"}}\n'
         os.write(sys.stderr.fileno(), line.encode())  # not logging: its lock may be held
+        if self._loop is not None and not self._loop.is_closed():
+            # The tasks' stacks say what the stop waits for, if the loop still turns to log them.
+            self._loop.call_soon_threadsafe(_log_task_stacks)
+            time.sleep(TASK_STACKS_WAIT_SECONDS)
         faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
         os._exit(EXIT_STOP_OVERRAN)
 

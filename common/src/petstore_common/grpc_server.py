@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import logging
 import os
 import signal
@@ -43,6 +44,11 @@ rpc_log = RequestLog(__name__, "rpc")
 HEALTH_CHECK_INTERVAL_SECONDS = 2.0
 """How often a serving service checks its database (a check taking longer counts as failed)."""
 HEALTH_PREFIX = "/grpc.health."
+TASKS_STOP_SECONDS = 1.0
+"""How long a stop waits for the health watch, the guard and background work to end."""
+CHECK_HUNG_SECONDS = 5.0
+"""A readiness check still running after this is hung: the driver fails one whose database is
+away within its own timeouts (MONGODB_TIMEOUT_MS, 2 s by default)."""
 STUCK_AFTER_SECONDS = 10.0
 """A service NOT_SERVING this long checks its database itself; answering, the service is stuck
 and exits (EXIT_STUCK) to be restarted. Any real outage's recheck would have ended it by then."""
@@ -102,6 +108,18 @@ ServiceFactory = Callable[[SettingsT], AbstractAsyncContextManager[ServiceDefini
 them on exit."""
 
 
+class CheckOutcome(enum.Enum):
+    PASSED = "passed"
+    FAILED = "failed"
+    HUNG = "check hung"
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    """Marks a given-up task's outcome as seen (no "exception never retrieved")."""
+    if not task.cancelled():
+        task.exception()
+
+
 def _exit_stuck(lasted: float) -> None:
     count, stacks = task_stacks()
     log.error(
@@ -124,6 +142,7 @@ class Readiness:
         self._since = time.monotonic()
         """When the status last changed."""
         self._reports: set[asyncio.Task[None]] = set()
+        self._last_error: BaseException | None = None
         self.writes = WriteHealth(self._report_writes)
         """Whether the database refuses writes for lack of storage (petstore_common.storage_faults)."""
 
@@ -143,10 +162,12 @@ class Readiness:
             await self._servicer.set(name, status)
 
     async def guard(self, on_stuck: Callable[[float], None] = _exit_stuck) -> None:
-        """Ends a NOT_SERVING that should not last: once it has lasted STUCK_AFTER_SECONDS, a
-        check of the database of its own is made, and if that passes, the watch that should
-        have said so is stuck: `on_stuck` (by default: log the task stacks and exit, so the
-        supervisor restarts the service rather than it answering nothing for ever)."""
+        """Ends a NOT_SERVING that should not last: once it has lasted STUCK_AFTER_SECONDS, the
+        database is checked once more, and if that check passes (the watch that should have
+        said so is stuck) or does not even fail in time (the driver itself is stuck: a lost
+        database fails its check within the driver's timeout), `on_stuck` (by default: log the
+        task stacks and exit, so the supervisor restarts the service rather than it answering
+        nothing for ever)."""
         while True:
             await asyncio.sleep(GUARD_INTERVAL_SECONDS)
             if self.status != health_pb2.HealthCheckResponse.NOT_SERVING:
@@ -154,16 +175,27 @@ class Readiness:
             lasted = time.monotonic() - self._since
             if lasted < STUCK_AFTER_SECONDS:
                 continue
-            if await self._database_answers() and self.status == health_pb2.HealthCheckResponse.NOT_SERVING:
+            outcome = await self._check()
+            still_not_serving = self.status == health_pb2.HealthCheckResponse.NOT_SERVING
+            if outcome is not CheckOutcome.FAILED and still_not_serving:
                 on_stuck(lasted)
 
-    async def _database_answers(self) -> bool:
-        try:
-            async with asyncio.timeout(HEALTH_CHECK_INTERVAL_SECONDS):
-                await self._definition.check_ready()
-        except Exception:  # the database is really away: NOT_SERVING is right
-            return False
-        return True
+    async def _check(self) -> CheckOutcome:
+        """The service's readiness check, waited for at most CHECK_HUNG_SECONDS without relying
+        on the check to honour a cancellation: a driver call that swallows one (cpython#86296)
+        would otherwise hold the watch, the guard and the stop with it for ever."""
+        check = asyncio.ensure_future(self._definition.check_ready())
+        done, _ = await asyncio.wait({check}, timeout=CHECK_HUNG_SECONDS)
+        if not done:
+            check.cancel()
+            check.add_done_callback(_retrieve)
+            log.warning("database check hung", extra={"seconds": CHECK_HUNG_SECONDS})
+            return CheckOutcome.HUNG
+        error = check.exception()
+        if error is not None:
+            self._last_error = error
+            return CheckOutcome.FAILED
+        return CheckOutcome.PASSED
 
     async def database_lost(self, error: BaseException) -> None:
         """A call failed to reach the database: NOT_SERVING now, and check again at once."""
@@ -191,16 +223,13 @@ class Readiness:
             self._definition.database_events.subscribe(self._heard)
         while True:
             self._recheck.clear()  # a call failing during the check asks for another
-            try:
-                # Not wait_for: on Python 3.11 it drops a cancellation that comes as the check
-                # returns (cpython#86296), and stop() would then wait on this loop for ever.
-                async with asyncio.timeout(HEALTH_CHECK_INTERVAL_SECONDS):
-                    await self._definition.check_ready()
-                status: int = health_pb2.HealthCheckResponse.SERVING
-            except Exception as exc:  # any failure to reach a dependency means not ready
+            outcome = await self._check()
+            status: int = health_pb2.HealthCheckResponse.SERVING
+            if outcome is not CheckOutcome.PASSED:  # any failure to reach a dependency
                 status = health_pb2.HealthCheckResponse.NOT_SERVING
                 if self.status != status:
-                    log.warning("not ready", extra={"error": type(exc).__name__})
+                    error = outcome.value if outcome is CheckOutcome.HUNG else type(self._last_error).__name__
+                    log.warning("not ready", extra={"error": error})
             await self.report(status)
             serving = status == health_pb2.HealthCheckResponse.SERVING
             interval = HEALTH_CHECK_INTERVAL_SECONDS if serving else RECHECK_INTERVAL_SECONDS
@@ -335,11 +364,13 @@ class RunningService:
 
     async def stop(self, grace: float | None) -> None:
         """Report NOT_SERVING, let in-flight RPCs finish within `grace`, then stop."""
-        for task in (self._watchdog, self._guard, self._background):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        tasks = {task for task in (self._watchdog, self._guard, self._background) if task is not None}
+        for task in tasks:
+            task.cancel()
+        # Not `await task`: one that swallows its cancellation would hold the stop for ever.
+        await asyncio.wait(tasks, timeout=TASKS_STOP_SECONDS)
+        for task in tasks:
+            task.add_done_callback(_retrieve)
         await self.health.enter_graceful_shutdown()
         if grace:
             # Clients watching health hear NOT_SERVING at once, but a call they had already

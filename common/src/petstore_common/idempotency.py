@@ -426,7 +426,10 @@ class Idempotency:
             else:
                 await self._store.abandon(record_id, holder)
         except Exception as exc:  # the database is gone too: the lease frees the key
-            log.warning("could not settle an idempotency record", extra={"error": type(exc).__name__})
+            log.warning(
+                "could not settle an idempotency record",
+                extra={"error": type(exc).__name__, "detail": str(exc)[:200]},
+            )
 
     async def _purge_now_and_then(self, now: datetime) -> None:
         if self._next_purge is not None and now < self._next_purge:
