@@ -12,16 +12,19 @@ from petstore_common.session_tokens import ExpiredToken, InvalidToken, SessionCl
 
 SECRET = "test-session-secret-" + "s" * 48  # long enough for HS512 too
 NOW = int(time.time())
+LIFETIME = 24 * 3600
+"""Tokens made at collection time must not expire before a long test run reaches them."""
 
 
 def claims(**changes: object) -> dict[str, object]:
-    document: dict[str, object] = {"sub": "42", "name": "ann", "iat": NOW, "exp": NOW + 60, "jti": "a" * 32}
+    document: dict[str, object] = {"sub": "42", "name": "ann", "jti": "a" * 32}
+    document |= {"iat": NOW, "exp": NOW + LIFETIME}
     document.update(changes)
     return {key: value for key, value in document.items() if value is not None}
 
 
 def test_what_is_encoded_decodes_to_the_same_claims() -> None:
-    sent = SessionClaims(42, "ann", "b" * 32, NOW, NOW + 60)
+    sent = SessionClaims(42, "ann", "b" * 32, NOW, NOW + LIFETIME)
     token = session_tokens.encode(sent, SECRET)
     assert jwt.get_unverified_header(token)["alg"] == "HS256"
     assert session_tokens.decode(token, SECRET) == sent
