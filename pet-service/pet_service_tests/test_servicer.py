@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Collection, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import pytest
@@ -19,7 +19,10 @@ from petstore_common.errors import Unavailable
 from petstore_common.grpc_client import is_serving
 from petstore_common.grpc_server import RunningService, start_service
 from petstore_common.settings import ServiceSettings
+from petstore_pet import validation
 from petstore_pet.service import SERVICE_NAME, build_definition
+from petstore_pet.servicer import IGNORED_PATHS_METADATA_KEY
+from petstore_pet.storage.base import CLASSIC_FIELDS
 from petstore_pet.storage.memory import MemoryPetStore
 
 from .image_files import image_file
@@ -214,10 +217,18 @@ async def test_an_update_with_a_mask_writes_only_the_named_fields(stub: PetServi
         ),
         (
             pet_service_pb2.UpdatePetRequest(
-                caller=STAFF, pet=pet_pb2.Pet(id=1, name="Max"), update_mask=FieldMask(paths=["age"])
+                caller=STAFF, pet=pet_pb2.Pet(id=1, name="Max"), update_mask=FieldMask(paths=["version"])
             ),
             grpc.StatusCode.INVALID_ARGUMENT,
-            "update_mask path 'age' is not supported; use name, status, category, photo_urls, tags",
+            "update_mask path 'version' names a read-only field (id, version)",
+        ),
+        (
+            pet_service_pb2.UpdatePetRequest(
+                caller=STAFF, pet=pet_pb2.Pet(id=1, name="Max"), update_mask=FieldMask(paths=["Nick-name"])
+            ),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "update_mask path 'Nick-name' is not a field path (lower-case field names joined by dots, "
+            "at most 128 characters)",
         ),
         (
             pet_service_pb2.UpdatePetRequest(
@@ -240,6 +251,81 @@ async def test_failing_updates(
 
     with fails(code, message):
         await stub.UpdatePet(request_, timeout=5)
+
+
+async def test_a_path_this_release_does_not_know_is_ignored_and_named_in_the_trailers(
+    stub: PetServiceAsyncStub,
+) -> None:
+    """A newer client names a field added after this release: the write goes through for the
+    fields this release knows, the rest of the pet is kept, and the caller is told what was not."""
+    created = await create(stub, a_full_pet())
+    call = stub.UpdatePet(
+        pet_service_pb2.UpdatePetRequest(
+            caller=STAFF,
+            pet=pet_pb2.Pet(id=created.id, name="Max"),
+            update_mask=FieldMask(paths=["name", "nickname"]),
+        ),
+        timeout=5,
+    )
+
+    response = await call
+
+    assert response.pet == a_full_pet(id=created.id, name="Max", version=2)
+    assert (IGNORED_PATHS_METADATA_KEY, "nickname") in tuple(await call.trailing_metadata())
+
+
+async def test_a_mask_of_many_unknown_paths_gets_a_bounded_report(stub: PetServiceAsyncStub) -> None:
+    created = await create(stub, a_full_pet())
+    paths = [f"field_{index}_{'x' * 100}" for index in range(validation.MAX_MASK_PATHS)]
+    call = stub.UpdatePet(
+        pet_service_pb2.UpdatePetRequest(
+            caller=STAFF, pet=pet_pb2.Pet(id=created.id), update_mask=FieldMask(paths=paths)
+        ),
+        timeout=5,
+    )
+
+    response = await call
+
+    assert response.pet == a_full_pet(id=created.id, version=2)  # nothing it knows was named
+    reported = dict(tuple(await call.trailing_metadata()))[IGNORED_PATHS_METADATA_KEY]
+    assert reported == ",".join(paths[: validation.MAX_REPORTED_PATHS])
+
+
+async def test_an_empty_mask_writes_the_classic_fields(
+    stub: PetServiceAsyncStub, store: MemoryPetStore
+) -> None:
+    created = await create(stub, a_full_pet())
+    written: list[tuple[str, ...]] = []
+    update = store.update
+
+    async def recording_update(pet: pet_pb2.Pet, fields: Collection[str], **kwargs: Any) -> pet_pb2.Pet:
+        written.append(tuple(fields))
+        return await update(pet, fields, **kwargs)
+
+    store.update = recording_update  # type: ignore[method-assign]
+    await stub.UpdatePet(
+        pet_service_pb2.UpdatePetRequest(caller=STAFF, pet=a_full_pet(id=created.id)), timeout=5
+    )
+
+    assert written == [CLASSIC_FIELDS]
+
+
+@pytest.mark.parametrize("caller", [callers.customer(7), callers.anonymous()], ids=["customer", "anonymous"])
+async def test_only_staff_update_whatever_the_mask_names(
+    stub: PetServiceAsyncStub, caller: callers.Caller
+) -> None:
+    created = await create(stub, a_full_pet())
+
+    with fails(grpc.StatusCode.PERMISSION_DENIED, "only staff may change the catalogue"):
+        await stub.UpdatePet(
+            pet_service_pb2.UpdatePetRequest(
+                caller=caller,
+                pet=pet_pb2.Pet(id=created.id, name="Stolen"),
+                update_mask=FieldMask(paths=["nickname", "name"]),
+            ),
+            timeout=5,
+        )
+    assert (await stub.GetPet(pet_service_pb2.GetPetRequest(id=created.id), timeout=5)).pet == created
 
 
 async def list_ids(stub: PetServiceAsyncStub, request: pet_service_pb2.ListPetsRequest) -> list[list[int]]:

@@ -11,7 +11,7 @@ from petstore.pet.v1 import pet_pb2, pet_service_pb2
 from petstore_common.errors import InvalidArgument
 from petstore_common.formats import PHOTO_URL
 from petstore_pet import validation
-from petstore_pet.storage.base import PET_FIELDS
+from petstore_pet.storage.base import CLASSIC_FIELDS, PET_FIELDS, READ_ONLY_FIELDS
 
 
 def refusal_of_new(pet: pet_pb2.Pet) -> str | None:
@@ -98,16 +98,42 @@ def test_the_rules_hold_for_every_field_an_update_carries_and_requirements_follo
     assert refusal(pet_service_pb2.UpdatePetRequest(pet=partial)) == "name: must be at most 256 characters"
 
 
-def test_an_empty_mask_writes_every_field() -> None:
-    assert validation.update_fields(pet_pb2.Pet(id=1, name="Rex"), FieldMask()) == PET_FIELDS
+def test_an_empty_mask_writes_the_fields_of_the_classic_pet_only() -> None:
+    update = validation.update_fields(pet_pb2.Pet(id=1, name="Rex"), FieldMask())
+
+    assert update == validation.MaskedUpdate(CLASSIC_FIELDS)
+    assert set(CLASSIC_FIELDS) == {"name", "status", "category", "photo_urls", "tags"}
+
+
+def test_the_classic_fields_are_writable_and_no_read_only_field_is() -> None:
+    assert set(CLASSIC_FIELDS) <= set(PET_FIELDS)
+    assert not READ_ONLY_FIELDS & set(PET_FIELDS)
+    assert {field.name for field in pet_pb2.Pet.DESCRIPTOR.fields} == set(PET_FIELDS) | READ_ONLY_FIELDS
 
 
 def test_a_mask_names_the_fields_written_and_only_those_are_checked() -> None:
-    fields = validation.update_fields(
+    update = validation.update_fields(
         pet_pb2.Pet(id=1, status=pet_pb2.PET_STATUS_PENDING), FieldMask(paths=["status", "tags"])
     )
 
-    assert fields == ("status", "tags")
+    assert update == validation.MaskedUpdate(("tags", "status"))
+
+
+def test_paths_naming_no_field_this_release_knows_are_ignored_and_reported_once() -> None:
+    update = validation.update_fields(
+        pet_pb2.Pet(id=1, name="Rex"), FieldMask(paths=["nickname", "name", "nickname", "owner.first"])
+    )
+
+    assert update == validation.MaskedUpdate(("name",), ignored=("nickname", "owner.first"))
+
+
+def test_a_mask_of_unknown_paths_only_writes_nothing_and_requires_nothing() -> None:
+    update = validation.update_fields(pet_pb2.Pet(id=1), FieldMask(paths=["nickname"]))
+
+    assert update == validation.MaskedUpdate((), ignored=("nickname",))
+
+
+TOO_LONG_PATH = "a" * (validation.MAX_MASK_PATH_CHARS + 1)
 
 
 @pytest.mark.parametrize(
@@ -119,13 +145,42 @@ def test_a_mask_names_the_fields_written_and_only_those_are_checked() -> None:
         (pet_pb2.Pet(id=1), ["name"], "name is required"),
         (
             pet_pb2.Pet(id=1, name="Rex"),
-            ["name", "owner"],
-            "update_mask path 'owner' is not supported; use name, status, category, photo_urls, tags",
+            ["name", "id"],
+            "update_mask path 'id' names a read-only field (id, version)",
         ),
         (
             pet_pb2.Pet(id=1, name="Rex"),
-            ["id"],
-            "update_mask path 'id' is not supported; use name, status, category, photo_urls, tags",
+            ["version"],
+            "update_mask path 'version' names a read-only field (id, version)",
+        ),
+        (
+            pet_pb2.Pet(id=1, name="Rex"),
+            ["category.name"],
+            "update_mask path 'category.name' is not supported: category is written whole",
+        ),
+        *(
+            (
+                pet_pb2.Pet(id=1, name="Rex"),
+                ["name", path],
+                f"update_mask path {path[: validation.MAX_MASK_PATH_CHARS]!r} is not a field path "
+                "(lower-case field names joined by dots, at most 128 characters)",
+            )
+            for path in (
+                "",
+                "Name",
+                "photoUrls",
+                "name.",
+                ".name",
+                "name..x",
+                "na me",
+                "n\x00",
+                TOO_LONG_PATH,
+            )
+        ),
+        (
+            pet_pb2.Pet(id=1, name="Rex"),
+            ["nickname"] * (validation.MAX_MASK_PATHS + 1),
+            "update_mask may name at most 64 paths",
         ),
     ],
 )

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import grpc
+from google.protobuf.descriptor import ServiceDescriptor
+from google.protobuf.descriptor_pb2 import MethodOptions
 from grpc_health.v1 import health_pb2
 
+from petstore.order.v1 import order_service_pb2
+from petstore.pet.v1 import pet_service_pb2
+from petstore.user.v1 import user_service_pb2
 from petstore_common.caller_tokens import CallerClaims, CallerSigner
 from petstore_common.request_context import NO_REQUEST_ID, REQUEST_ID_METADATA_KEY, current_request_id
 
@@ -26,18 +31,39 @@ from petstore_common.request_context import NO_REQUEST_ID, REQUEST_ID_METADATA_K
 # here: a write whose answer was lost could take effect twice (clients retry them with an
 # Idempotency-Key instead), but for the pet steps of an order's sale, which are keyed by the
 # order's id and take effect once however often they are asked.
-READ_METHODS = {
-    "petstore.pet.v1.PetService": ("GetPet", "ListPets", "GetInventory", "FindExistingPets"),
-    "petstore.order.v1.OrderService": ("GetOrder",),
-    "petstore.user.v1.UserService": ("GetUser", "CheckSession"),
-}
+#
+# Which methods those are is written once, in the protos: a read is marked
+# `option idempotency_level = NO_SIDE_EFFECTS;`, a write that takes effect once however often
+# it is asked `IDEMPOTENT`. A method added to a proto is retried exactly when it is marked so.
+SERVICES: tuple[ServiceDescriptor, ...] = (
+    pet_service_pb2.DESCRIPTOR.services_by_name["PetService"],
+    order_service_pb2.DESCRIPTOR.services_by_name["OrderService"],
+    user_service_pb2.DESCRIPTOR.services_by_name["UserService"],
+)
+"""Every service a client of this repository calls (the health service aside)."""
+
+
+def methods_marked(
+    level: int, services: Iterable[ServiceDescriptor] = SERVICES
+) -> dict[str, tuple[str, ...]]:
+    """Service full name -> its methods whose idempotency_level is `level`, in proto order."""
+    marked = {
+        service.full_name: tuple(
+            method.name for method in service.methods if method.GetOptions().idempotency_level == level
+        )
+        for service in services
+    }
+    return {service: methods for service, methods in marked.items() if methods}
+
+
+READ_METHODS = methods_marked(MethodOptions.NO_SIDE_EFFECTS)
+"""The reads, retried on UNAVAILABLE; the servers count nothing else as a write's proof of health."""
 READ_METHOD_PATHS = frozenset(
     f"/{service}/{method}" for service, methods in READ_METHODS.items() for method in methods
 )
 """The same, as the method paths a server sees ("/petstore.pet.v1.PetService/GetPet")."""
-IDEMPOTENT_WRITES = {
-    "petstore.pet.v1.PetService": ("ReservePet", "ReleasePet", "SellPet"),
-}
+IDEMPOTENT_WRITES = methods_marked(MethodOptions.IDEMPOTENT)
+"""The writes that take effect once however often they are asked, retried like the reads."""
 RETRIED_METHODS = [
     {"service": service, "method": method}
     for table in (READ_METHODS, IDEMPOTENT_WRITES)

@@ -7,10 +7,13 @@ from typing import Any
 
 import aiohttp
 import pytest
+from google.protobuf.field_mask_pb2 import FieldMask
 
 from petstore.pet.v1 import pet_pb2
 from petstore_gateway.negotiation import BodyFormat
+from petstore_gateway.representations.pet import PET_SHAPE, PET_WRITTEN_FIELDS
 from petstore_gateway.routes.pet import encode_pet
+from petstore_pet import validation
 
 from ..backend import Backend
 from ..conftest import STATIC_KEY, Client
@@ -114,6 +117,36 @@ async def test_update_pet(client: Client, backend: Backend, wire: Wire) -> None:
     assert response.status == 200
     assert await wire.read(response) == updated
     assert (await backend.pet(3)).status == pet_pb2.PET_STATUS_SOLD
+
+
+@WIRES
+async def test_a_put_names_exactly_the_fields_of_the_representation(
+    client: Client, backend: Backend, wire: Wire, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An empty mask would let the pet service choose what a PUT replaces; the gateway names the
+    fields it has, so one it does not know is kept (docs/compatibility.md)."""
+    await backend.add_pet(3, "Old")
+    masks: list[list[str]] = []
+    update_fields = validation.update_fields
+
+    def recording(pet: pet_pb2.Pet, mask: FieldMask) -> validation.MaskedUpdate:
+        masks.append(list(mask.paths))
+        return update_fields(pet, mask)
+
+    monkeypatch.setattr(validation, "update_fields", recording)
+    without_tags = {key: value for key, value in NEW_PET.items() if key != "tags"}
+    body = {**without_tags, "id": 3}
+    response = await client.put("/v2/pet", data=wire.body("Pet", body), headers=wire.headers(**KEY))
+
+    assert response.status == 200
+    assert masks == [list(PET_WRITTEN_FIELDS)]
+
+
+def test_the_fields_a_put_writes_are_those_of_the_representation_but_the_id() -> None:
+    by_wire_name = {field.json_name: field.name for field in pet_pb2.Pet.DESCRIPTOR.fields}
+
+    assert set(PET_WRITTEN_FIELDS) == {by_wire_name[key] for key in PET_SHAPE.fields if key != "id"}
+    assert set(PET_WRITTEN_FIELDS) == {"category", "name", "photo_urls", "tags", "status"}
 
 
 @WIRES

@@ -11,11 +11,13 @@ checks the caller first, so a customer learns nothing (not even whether a pet ex
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
+from prometheus_client import Counter
 
 from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
 from petstore_common.callers import CATALOGUE_STAFF_ONLY, require_staff
@@ -42,6 +44,15 @@ DECODES_AT_ONCE = 2
 """Image decodes that may run at once (each off the event loop, up to 64 MiB of pixels)."""
 PHOTO_URL_ATTEMPTS = 8
 """Compare-and-set rounds adding an image's URL to its pet may lose to other writers."""
+IGNORED_PATHS_METADATA_KEY = "petstore-ignored-paths"
+"""Trailing metadata of an UpdatePet that ignored update mask paths naming no field this release
+knows: those paths, comma-separated (at most validation.MAX_REPORTED_PATHS)."""
+IGNORED_PATHS = Counter(
+    "petstore_pet_update_paths_ignored_total",
+    "UpdatePet calls that ignored update mask paths naming no field this release knows (a newer client's).",
+)
+
+log = logging.getLogger(__name__)
 
 
 class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
@@ -106,9 +117,11 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
         self, request: pet_service_pb2.UpdatePetRequest, context: Context
     ) -> pet_service_pb2.UpdatePetResponse:
         require_staff(request.caller, STAFF_ONLY)
-        fields = validation.update_fields(request.pet, request.update_mask)
+        update = validation.update_fields(request.pet, request.update_mask)
         accepted = required_versions(request.precondition, request.HasField("precondition"))
-        pet = await self._store.update(request.pet, fields, accepted_versions=accepted)
+        pet = await self._store.update(request.pet, update.fields, accepted_versions=accepted)
+        if update.ignored:
+            _report_ignored_paths(context, pet.id, update.ignored)
         return pet_service_pb2.UpdatePetResponse(pet=pet)
 
     async def DeletePet(
@@ -205,6 +218,16 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
                     yield _watch_message(subscription, batch, self._heartbeat_ms)
         except ServiceError as exc:
             await context.abort(exc.code, exc.message)
+
+
+def _report_ignored_paths(context: Context, pet_id: int, ignored: tuple[str, ...]) -> None:
+    """A newer client named fields this release does not know: the write went through without
+    them. The caller learns which (trailing metadata), the operators that it happens (log, metric):
+    during a rolling update it should stop once every replica runs the newer release."""
+    reported = ",".join(ignored[: validation.MAX_REPORTED_PATHS])
+    context.set_trailing_metadata(((IGNORED_PATHS_METADATA_KEY, reported),))
+    IGNORED_PATHS.inc()
+    log.warning("update mask paths ignored", extra={"pet_id": pet_id, "paths": reported})
 
 
 def _check_room_for_a_photo(pet: pet_pb2.Pet) -> None:

@@ -3,13 +3,16 @@
 The field rules (ids, lengths, counts, patterns, statuses) are annotations in the protos, checked
 on every request by the shared server interceptor before a servicer method runs; REQUEST_RULES
 tells it the client's names and words for them. What is left here depends on the RPC or on
-several fields: which fields a create or an update mask requires, the mask's paths, a list's
-filters, and the URL an upload makes.
+several fields: which fields a create or an update mask requires, the mask's paths (a newer
+client's unknown ones are ignored, docs/compatibility.md), a list's filters, and the URL an
+upload makes.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
 from google.protobuf.field_mask_pb2 import FieldMask
 
@@ -17,7 +20,7 @@ from petstore.pet.v1 import pet_pb2
 from petstore_common.errors import InvalidArgument
 from petstore_common.request_validation import RequestValidator
 from petstore_common.rules import field_rules
-from petstore_pet.storage.base import PET_FIELDS, Status
+from petstore_pet.storage.base import CLASSIC_FIELDS, PET_FIELDS, READ_ONLY_FIELDS, Status
 
 _PHOTO_URL = field_rules(pet_pb2.Pet, "photo_urls").repeated
 MAX_PHOTO_URLS = _PHOTO_URL.max_items
@@ -37,20 +40,63 @@ def check_new_pet(pet: pet_pb2.Pet) -> None:
     check_pet_fields(pet, PET_FIELDS)
 
 
-def update_fields(pet: pet_pb2.Pet, mask: FieldMask) -> tuple[str, ...]:
-    """The fields an UpdatePet writes (all when the mask is empty), each checked."""
+MAX_MASK_PATHS = 64
+"""The most paths an update mask may name (a Pet has a handful of fields)."""
+MAX_MASK_PATH_CHARS = 128
+"""The longest path an update mask may name."""
+_FIELD_PATH = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)*")
+"""A FieldMask path: lower-case field names joined by dots."""
+MAX_REPORTED_PATHS = 8
+"""The most ignored paths a response names (its trailing metadata stays small)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MaskedUpdate:
+    """What an UpdatePet writes, and the paths of its mask this service does not know."""
+
+    fields: tuple[str, ...]
+    ignored: tuple[str, ...] = ()
+
+
+def update_fields(pet: pet_pb2.Pet, mask: FieldMask) -> MaskedUpdate:
+    """The fields an UpdatePet writes, each checked: those the mask names, or CLASSIC_FIELDS
+    when it names none (never a field added since 1.0.0, which such a client cannot know).
+
+    A path naming no field of this service's Pet is a newer client's: ignored (reported), so a
+    rolling update neither fails the write nor loses what the known paths say."""
     if not pet.HasField("id"):
         raise InvalidArgument("id is required")
-    fields = PET_FIELDS
-    if mask.paths:
-        for path in mask.paths:
-            if path not in PET_FIELDS:
-                raise InvalidArgument(
-                    f"update_mask path {path!r} is not supported; use {', '.join(PET_FIELDS)}"
-                )
-        fields = tuple(field for field in PET_FIELDS if field in mask.paths)
+    if not mask.paths:
+        check_pet_fields(pet, CLASSIC_FIELDS)
+        return MaskedUpdate(CLASSIC_FIELDS)
+    if len(mask.paths) > MAX_MASK_PATHS:
+        raise InvalidArgument(f"update_mask may name at most {MAX_MASK_PATHS} paths")
+    ignored: list[str] = []
+    for path in mask.paths:
+        field = _checked_path(path).split(".", 1)[0]
+        if field not in PET_FIELDS and path not in ignored:
+            ignored.append(path)
+    fields = tuple(field for field in PET_FIELDS if field in mask.paths)
     check_pet_fields(pet, fields)
-    return fields
+    return MaskedUpdate(fields, tuple(ignored))
+
+
+def _checked_path(path: str) -> str:
+    """`path` when a mask may name it: a field path, not of a read-only field, and no part of a
+    field this service knows (fields are written whole)."""
+    if len(path) > MAX_MASK_PATH_CHARS or not _FIELD_PATH.fullmatch(path):
+        shown = path[:MAX_MASK_PATH_CHARS]
+        raise InvalidArgument(
+            f"update_mask path {shown!r} is not a field path (lower-case field names joined by dots, "
+            f"at most {MAX_MASK_PATH_CHARS} characters)"
+        )
+    field = path.split(".", 1)[0]
+    if field in READ_ONLY_FIELDS:
+        read_only = ", ".join(sorted(READ_ONLY_FIELDS))
+        raise InvalidArgument(f"update_mask path {path!r} names a read-only field ({read_only})")
+    if field in PET_FIELDS and path != field:
+        raise InvalidArgument(f"update_mask path {path!r} is not supported: {field} is written whole")
+    return path
 
 
 def check_pet_fields(pet: pet_pb2.Pet, fields: Collection[str]) -> None:

@@ -29,6 +29,14 @@ PET_SHAPE = Obj(
     }
 )
 PET = Document("Pet", PET_SHAPE)
+PET_WRITTEN_FIELDS: tuple[str, ...] = tuple(
+    field.name
+    for field in pet_pb2.Pet.DESCRIPTOR.fields
+    if field.json_name in PET_SHAPE.fields and field.name != "id"
+)
+"""The Pet fields a PUT /pet replaces, by their proto names: those this representation carries
+(the id names the pet). Sent as UpdatePet's mask, so a pet service never takes "every field it
+knows" from the gateway and a field added to the service but not here is left as stored."""
 # The contract's bounds (the pet service refuses more); they also bound how long a list any
 # body may hold (bodies.py).
 MAX_PHOTO_URLS = field_rules(pet_pb2.Pet, "photo_urls").repeated.max_items

@@ -66,6 +66,7 @@ from petstore_gateway.representations.pet import (
     MAX_PHOTO_URLS,
     PET,
     PET_STATUSES,
+    PET_WRITTEN_FIELDS,
     PETS,
     parse_pet_status,
     pet_from_wire,
@@ -125,6 +126,9 @@ async def update_pet(request: web.Request) -> web.Response:
             request.config_dict[CLIENTS].pet.UpdatePet,
             pet_service_pb2.UpdatePetRequest(
                 pet=pet,
+                # Exactly the fields this representation has: one the body lacks is cleared (a
+                # replace), one the gateway does not know is kept (docs/compatibility.md).
+                update_mask=FieldMask(paths=PET_WRITTEN_FIELDS),
                 caller=request[PRINCIPAL].caller(),
                 precondition=if_match_precondition(request.headers.get(IF_MATCH)),
             ),
@@ -215,7 +219,7 @@ async def update_pet_with_form(request: web.Request) -> web.Response:
             )
         finally:
             request.config_dict[PET_CACHE].written(pet_id)
-    else:  # nothing to change (an empty mask would mean "replace everything"): still 404 if absent
+    else:  # nothing to change (an empty mask would mean a full replace): still 404 if absent
         reply = await call(
             request,
             clients.pet.GetPet,

@@ -13,8 +13,19 @@ from petstore_common.idempotency import IdempotencyStore
 from petstore_common.rules import enum_names
 from petstore_pet.changes import ChangeFeed
 
-PET_FIELDS: tuple[str, ...] = ("name", "status", "category", "photo_urls", "tags")
-"""The fields of a pet an update may write (every field but the id)."""
+READ_ONLY_FIELDS: frozenset[str] = frozenset({"id", "version"})
+"""Fields of Pet no update writes: the id names the pet, the version is the store's to set."""
+PET_FIELDS: tuple[str, ...] = tuple(
+    field.name for field in pet_pb2.Pet.DESCRIPTOR.fields if field.name not in READ_ONLY_FIELDS
+)
+"""The fields of a pet an update may write: every field of this service's Pet but the read-only
+ones, so a field added to the proto is writable (and stored: documents.py) with no list to edit."""
+CLASSIC_FIELDS: tuple[str, ...] = ("name", "status", "category", "photo_urls", "tags")
+"""What an UpdatePet with an empty mask writes: the writable fields of the Pet of release 1.0.0.
+
+Frozen, never derived from the proto: a client that names no fields (the 1.0.0 gateway) means
+the fields it knows, which are these. Were it "every field this service knows", each such PUT
+would clear a field added since, which that client cannot even see (docs/compatibility.md)."""
 
 Status: TypeAlias = pet_pb2.PetStatus.ValueType
 """A PetStatus enum value."""

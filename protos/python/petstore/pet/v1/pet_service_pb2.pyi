@@ -150,7 +150,14 @@ class UpdatePetRequest(_message.Message):
 
     @_builtins.property
     def update_mask(self) -> _field_mask_pb2.FieldMask:
-        """The fields of pet to write (e.g. "name", "status"); all fields when empty."""
+        """The fields of pet to write (e.g. "name", "status"), each a top-level field of Pet but id
+        and version. Empty: the fields of the Pet of release 1.0.0 (name, status, category,
+        photo_urls, tags), never a field added since, so a client that names nothing never clears
+        what it does not know. A path naming a field this service does not know (a newer client's)
+        is ignored: the known ones are written, and the response's trailing metadata
+        "petstore-ignored-paths" lists the ignored ones. A path that is no field path, names id or
+        version, or a part of a known field is INVALID_ARGUMENT. See docs/compatibility.md.
+        """
 
     @_builtins.property
     def caller(self) -> _caller_pb2.Caller:
