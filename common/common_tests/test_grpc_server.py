@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -30,6 +29,7 @@ from petstore_common.request_context import NO_REQUEST_ID, current_request_id
 from petstore_common.request_validation import RequestValidator
 from petstore_common.settings import ServiceSettings
 from petstore_common.storage_faults import WRITES_REFUSED
+from petstore_devstack.doc_tables import documentation_words
 
 SERVICE = "test.v1.EchoService"
 seen_request_ids: list[str] = []
@@ -302,7 +302,7 @@ async def test_stop_ends_the_health_watch_even_as_a_check_returns() -> None:
 
 
 def test_the_readme_states_how_often_an_unhealthy_service_checks_again() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = documentation_words()
     assert f"checks again every {RECHECK_INTERVAL_SECONDS:g} s" in readme
     assert f"checked every {HEALTH_CHECK_INTERVAL_SECONDS:g} s" in readme
 
@@ -401,6 +401,72 @@ class HangingCheck:
         while not self.released.is_set():
             with contextlib.suppress(asyncio.CancelledError):
                 await self.released.wait()
+
+
+def is_serving_now(readiness: grpc_server.Readiness) -> bool:
+    return readiness.status == health_pb2.HealthCheckResponse.SERVING
+
+
+class CountedHangingCheck:
+    """A check that hangs until released, counting how often it was started and cancelled."""
+
+    def __init__(self) -> None:
+        self.released = asyncio.Event()
+        self.started = 0
+        self.cancelled = 0
+
+    async def check(self) -> None:
+        self.started += 1
+        try:
+            await self.released.wait()
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+
+
+async def test_a_hung_check_is_neither_cancelled_nor_started_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(grpc_server, "CHECK_HUNG_SECONDS", 0.05)
+    monkeypatch.setattr(grpc_server, "RECHECK_INTERVAL_SECONDS", 0.01)
+    hanging = CountedHangingCheck()
+    readiness = grpc_server.Readiness(
+        ServiceDefinition(SERVICE, _register, hanging.check), health.aio.HealthServicer()
+    )
+    watch = asyncio.create_task(readiness.watch())
+    try:
+        await asyncio.sleep(0.3)  # several intervals, each finding the same check still running
+        assert readiness.status == health_pb2.HealthCheckResponse.NOT_SERVING
+        assert (hanging.started, hanging.cancelled) == (1, 0)
+        hanging.released.set()
+        await asyncio.sleep(0.1)
+        assert is_serving_now(readiness)
+    finally:
+        hanging.released.set()
+        watch.cancel()
+        await asyncio.wait({watch}, timeout=1)
+
+
+async def test_a_check_the_driver_cancels_is_a_failed_check_and_the_guard_lives_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(grpc_server, "STUCK_AFTER_SECONDS", 0.1)
+    monkeypatch.setattr(grpc_server, "GUARD_INTERVAL_SECONDS", 0.02)
+
+    async def cancelled_inside() -> None:
+        raise asyncio.CancelledError  # as a driver call can end, with nobody cancelling it
+
+    readiness = grpc_server.Readiness(
+        ServiceDefinition(SERVICE, _register, cancelled_inside), health.aio.HealthServicer()
+    )
+    await readiness.report(health_pb2.HealthCheckResponse.NOT_SERVING)
+    gave_up: list[float] = []
+    guard = asyncio.create_task(readiness.guard(gave_up.append))
+    try:
+        await asyncio.sleep(0.3)
+        assert not guard.done()  # it went on checking: a guard that died would guard nothing
+        assert not gave_up  # a failed check is an outage, not a stuck service
+    finally:
+        guard.cancel()
+        await asyncio.wait({guard}, timeout=1)
 
 
 async def test_a_check_that_hangs_and_swallows_its_cancellation_holds_nothing(

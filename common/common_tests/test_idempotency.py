@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,6 +33,7 @@ from petstore_common.idempotency import (
     fingerprint,
 )
 from petstore_common.idempotency_keys import LEASE_SECONDS, check_key
+from petstore_devstack.doc_tables import documentation_words
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -500,6 +500,41 @@ async def test_a_renewal_never_outlives_its_attempt(monkeypatch: pytest.MonkeyPa
     assert store.records[f"{caller_scope(STAFF)} k"].holder is None  # completed
 
 
+class WatchedRenewals(MemoryIdempotencyStore):
+    """Renewals that take a while, noting whether one was ever cancelled halfway."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = 0
+        self.finished = 0
+        self.cancelled = 0
+
+    async def renew(self, record_id: str, holder: str, now: datetime) -> bool:
+        self.started += 1
+        try:
+            await asyncio.sleep(0.05)  # the driver's round trip
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        self.finished += 1
+        return await super().renew(record_id, holder, now)
+
+
+async def test_a_renewal_on_its_way_is_never_cancelled(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Stopping the renewals waits for one on its way rather than cancel it inside the driver.
+    monkeypatch.setattr(idempotency_module, "RENEW_INTERVAL_SECONDS", 0.01)
+    store, effects = WatchedRenewals(), Effects()
+
+    async def busy(reservation: Reservation) -> caller_pb2.Caller:
+        await asyncio.sleep(0.03)  # a renewal starts at 0.01 and is on its way at the end
+        return await effects.once(reservation)
+
+    assert await run_on(Idempotency(store), busy) == (caller_pb2.Caller(user_id=1), False)
+    assert store.started >= 1
+    assert store.cancelled == 0
+    assert store.finished == store.started
+
+
 async def test_an_attempt_taken_over_cannot_take_effect(store: IdempotencyStore) -> None:
     faulty, clock, effects = FaultyStore(store), Clock(), Effects()
     faulty.down.add("renew")  # its renewals never get through: the lease runs out while it runs
@@ -521,6 +556,6 @@ async def test_an_attempt_taken_over_cannot_take_effect(store: IdempotencyStore)
 
 
 def test_the_readme_states_the_lease_and_its_renewal() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = documentation_words()
     assert f"a {LEASE_SECONDS:g} s lease" in readme
     assert f"renews every {RENEW_INTERVAL_SECONDS:g} s" in readme

@@ -28,6 +28,7 @@ from petstore_common.caller_tokens import (
     audience_of,
 )
 from petstore_common.errors import Unauthenticated
+from petstore_common.grpc_client import HEALTH_METHOD_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +55,6 @@ ISSUERS: Mapping[str, IssuerRights] = {
         on_behalf_of_callers=False,
     ),
 }
-
-EXEMPT_PREFIX = "/grpc.health."
-"""Health probes (kubelet, the clients' health watches) carry no token and read nothing."""
 
 
 class TokenMode(StrEnum):
@@ -92,7 +90,7 @@ class CallerGate:
     def check(self, method: str, metadata: Any, request: Any) -> None:
         """Returns when the call may go on; Unauthenticated, logged and counted, when not.
         `metadata` is the call's invocation metadata (pairs)."""
-        if method.startswith(EXEMPT_PREFIX):
+        if method.startswith(HEALTH_METHOD_PREFIX):  # probes: kubelet, health watches
             return
         try:
             self._check(method, _token_of(metadata), request)

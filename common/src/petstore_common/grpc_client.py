@@ -184,6 +184,9 @@ def create_channel(target: str, *, signer: CallerSigner | None = None) -> grpc.a
     return grpc.aio.insecure_channel(target, options=list(CHANNEL_OPTIONS), interceptors=interceptors)
 
 
+HEALTH_METHOD_PREFIX = "/grpc.health."
+"""The method paths of gRPC's health service: probes that carry no caller token, are never
+logged per call, and are no write."""
 WRITES_HEALTH_SUFFIX = "/writes"
 """A service reports the health name `<service>/writes` NOT_SERVING while its database refuses
 writes for lack of storage (petstore_common.storage_faults); SERVING otherwise."""

@@ -24,7 +24,7 @@ from petstore_common.caller_gate import CallerGate
 from petstore_common.database_events import DatabaseEvents
 from petstore_common.diagnostics import STOP_MARGIN_SECONDS, dump_stacks_on_signal, exit_after, task_stacks
 from petstore_common.errors import InvalidArgument, ResourceExhausted, ServiceError, Unauthenticated
-from petstore_common.grpc_client import READ_METHOD_PATHS, WRITES_HEALTH_SUFFIX
+from petstore_common.grpc_client import HEALTH_METHOD_PREFIX, READ_METHOD_PATHS, WRITES_HEALTH_SUFFIX
 from petstore_common.logging import RequestLog, configure_logging
 from petstore_common.metrics import start_metrics_server
 from petstore_common.request_context import (
@@ -43,7 +43,6 @@ rpc_log = RequestLog(__name__, "rpc")
 
 HEALTH_CHECK_INTERVAL_SECONDS = 2.0
 """How often a serving service checks its database (a check taking longer counts as failed)."""
-HEALTH_PREFIX = "/grpc.health."
 TASKS_STOP_SECONDS = 1.0
 """How long a stop waits for the health watch, the guard and background work to end."""
 CHECK_HUNG_SECONDS = 5.0
@@ -143,6 +142,8 @@ class Readiness:
         """When the status last changed."""
         self._reports: set[asyncio.Task[None]] = set()
         self._last_error: BaseException | None = None
+        self._checking: asyncio.Future[Any] | None = None
+        """The readiness check in flight, shared by the watch and the guard."""
         self.writes = WriteHealth(self._report_writes)
         """Whether the database refuses writes for lack of storage (petstore_common.storage_faults)."""
 
@@ -181,16 +182,21 @@ class Readiness:
                 on_stuck(lasted)
 
     async def _check(self) -> CheckOutcome:
-        """The service's readiness check, waited for at most CHECK_HUNG_SECONDS without relying
-        on the check to honour a cancellation: a driver call that swallows one (cpython#86296)
-        would otherwise hold the watch, the guard and the stop with it for ever."""
-        check = asyncio.ensure_future(self._definition.check_ready())
+        """The service's readiness check, waited for at most CHECK_HUNG_SECONDS and never
+        cancelled: a check still running is waited for again
+        rather than another started, so a hung driver holds one check, not one per interval.
+        (A cancellation inside the driver is what can wedge it: petstore_common.driver_waits.)"""
+        if self._checking is None or self._checking.done():
+            self._checking = asyncio.ensure_future(self._definition.check_ready())
+            self._checking.add_done_callback(_retrieve)
+        check = self._checking
         done, _ = await asyncio.wait({check}, timeout=CHECK_HUNG_SECONDS)
         if not done:
-            check.cancel()
-            check.add_done_callback(_retrieve)
             log.warning("database check hung", extra={"seconds": CHECK_HUNG_SECONDS})
             return CheckOutcome.HUNG
+        if check.cancelled():  # the driver gave up on it: no answer is a failed check
+            self._last_error = asyncio.CancelledError()
+            return CheckOutcome.FAILED
         error = check.exception()
         if error is not None:
             self._last_error = error
@@ -267,7 +273,7 @@ class RequestInterceptor(grpc.aio.ServerInterceptor):
             )
         # Health's Watch writes through its context rather than yielding, and has no rules. No
         # service has client-streaming methods: one added would need the caller gate here too.
-        if handler.unary_stream is not None and not method.startswith("/grpc.health"):
+        if handler.unary_stream is not None and not method.startswith(HEALTH_METHOD_PREFIX):
             return grpc.unary_stream_rpc_method_handler(
                 _validated_stream(method, handler.unary_stream, self._gate, self._validator),
                 request_deserializer=handler.request_deserializer,
@@ -292,7 +298,7 @@ def _validated_stream(
 
 
 def _is_write(method: str) -> bool:
-    return method not in READ_METHOD_PATHS and not method.startswith(HEALTH_PREFIX)
+    return method not in READ_METHOD_PATHS and not method.startswith(HEALTH_METHOD_PREFIX)
 
 
 def _observed(
@@ -345,7 +351,7 @@ def _observed(
             elapsed = time.perf_counter() - started
             RPC_HANDLED.labels(method, code.name).inc()
             RPC_SECONDS.labels(method).observe(elapsed)
-            if not method.startswith(HEALTH_PREFIX):  # probes would drown the log
+            if not method.startswith(HEALTH_METHOD_PREFIX):  # probes would drown the log
                 rpc_log.write(grpc_method=method, grpc_code=code.name, ms=round(elapsed * 1000, 2))
             current_request_id.reset(token)
 

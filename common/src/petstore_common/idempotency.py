@@ -25,6 +25,7 @@ pending record whose lease is live is ABORTED (409) for its twins.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import logging
@@ -442,10 +443,10 @@ class _Renewal:
     """Renews a running request's lease every RENEW_INTERVAL_SECONDS until stopped or taken over.
 
     It must never outlive its attempt: a renewal that lands after the record was settled
-    would hold the key for nobody. So `stop` does not rely on cancellation alone (a driver call
-    may swallow it, as asyncio.wait_for can on Python 3.11, cpython#86296): the loop checks a
-    flag before every renewal, and `stop` waits (at most one lease) for a renewal on its way, so
-    the settling write comes after it. On a store that updates by reading and writing back
+    would hold the key for nobody. It is never cancelled (a cancellation inside the driver is
+    the riskiest moment it has: petstore_common.driver_waits): the loop checks a flag before
+    every renewal, and `stop` waits (at most one lease) for a renewal on its way, so the
+    settling write comes after it. On a store that updates by reading and writing back
     (FerretDB v1), a renewal still on its way could otherwise put the settled record back."""
 
     def __init__(
@@ -462,12 +463,13 @@ class _Renewal:
 
     async def stop(self) -> None:
         self._stopped.set()
-        self._task.cancel()
         await asyncio.wait({self._task}, timeout=LEASE_SECONDS)
 
     async def _renew_until_stopped(self) -> None:
         while not self._stopped.is_set():
-            await asyncio.sleep(RENEW_INTERVAL_SECONDS)
+            with contextlib.suppress(TimeoutError):  # cancels only the wait, never a renewal
+                async with asyncio.timeout(RENEW_INTERVAL_SECONDS):
+                    await self._stopped.wait()
             try:
                 async with self._lock:
                     if self._stopped.is_set():

@@ -11,6 +11,7 @@ from pymongo import AsyncMongoClient, ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
+from petstore_common import driver_waits
 from petstore_common.database_events import HEARTBEAT_SECONDS, DatabaseEvents
 from petstore_common.errors import Aborted, ServiceError, Unavailable
 from petstore_common.settings import ServiceSettings
@@ -65,7 +66,9 @@ def create_client(
     settings: ServiceSettings, events: DatabaseEvents | None = None
 ) -> AsyncMongoClient[Document]:
     """A client that fails fast (UNAVAILABLE) instead of hanging when the database is gone, and
-    whose server monitoring (a heartbeat every HEARTBEAT_SECONDS) reports to `events`."""
+    whose server monitoring (a heartbeat every HEARTBEAT_SECONDS) reports to `events`; its waits
+    safe against a cancellation (petstore_common.driver_waits)."""
+    driver_waits.install()
     return AsyncMongoClient(
         settings.mongodb_uri,
         serverSelectionTimeoutMS=settings.mongodb_timeout_ms,
