@@ -8,12 +8,15 @@ from petstore_common import caller_keys
 from petstore_common.caller_gate import TokenMode
 from petstore_common.caller_tokens import TrustedKey
 from petstore_common.settings import (
+    MAX_PREVIOUS_SESSION_SECRETS,
+    MIN_SESSION_SECRET_LENGTH,
     ServiceSettings,
     SettingsError,
     caller_signing_key,
     env_float,
     env_int,
     env_list,
+    session_keys,
     session_secret,
 )
 
@@ -73,6 +76,47 @@ def test_a_missing_or_short_session_secret_is_refused(secret: str) -> None:
 
 def test_the_session_secret_is_read_as_is() -> None:
     assert session_secret({"PETSTORE_SESSION_SECRET": " " + "k" * 32}) == " " + "k" * 32
+
+
+CURRENT, OLD, OLDER = ("c" * 32, "o" * 40, "p" * 48)
+SHORT = "x" * (MIN_SESSION_SECRET_LENGTH - 1)
+TOO_MANY = ",".join(str(n) * MIN_SESSION_SECRET_LENGTH for n in range(MAX_PREVIOUS_SESSION_SECRETS + 1))
+
+
+def test_previous_session_secrets_are_a_list_after_the_current_one() -> None:
+    keys = session_keys(
+        {"PETSTORE_SESSION_SECRET": CURRENT, "PETSTORE_SESSION_SECRETS_PREVIOUS": f" {OLD}, ,{OLDER} "}
+    )
+    assert (keys.current, keys.previous) == (CURRENT, (OLD, OLDER))
+    assert session_keys({"PETSTORE_SESSION_SECRET": CURRENT}).previous == ()
+
+
+@pytest.mark.parametrize(
+    ("previous", "message"),
+    [
+        (
+            f"{OLD},{'x' * (MIN_SESSION_SECRET_LENGTH - 1)}",
+            f"secret 2 is shorter than {MIN_SESSION_SECRET_LENGTH}",
+        ),
+        (f"{OLD},{CURRENT}", "must not repeat"),  # the current one again
+        (f"{OLD},{OLDER},{OLD}", "must not repeat"),
+        (
+            ",".join(str(n) * 32 for n in range(MAX_PREVIOUS_SESSION_SECRETS + 1)),
+            f"at most {MAX_PREVIOUS_SESSION_SECRETS}",
+        ),
+    ],
+)
+def test_bad_previous_session_secrets_refuse_to_start(previous: str, message: str) -> None:
+    env = {"PETSTORE_SESSION_SECRET": CURRENT, "PETSTORE_SESSION_SECRETS_PREVIOUS": previous}
+    with pytest.raises(SettingsError, match=f"^PETSTORE_SESSION_SECRETS_PREVIOUS.*{message}") as refused:
+        session_keys(env)
+    assert CURRENT not in str(refused.value)
+    assert OLD not in str(refused.value)
+
+
+def test_previous_secrets_do_not_stand_in_for_a_missing_current_one() -> None:
+    with pytest.raises(SettingsError, match=r"^PETSTORE_SESSION_SECRET must be set"):
+        session_keys({"PETSTORE_SESSION_SECRETS_PREVIOUS": OLD})
 
 
 def test_trusted_caller_keys_are_read_per_issuer_several_each() -> None:

@@ -32,7 +32,7 @@ def sessions() -> Sessions:
 def authenticator(sessions: Sessions) -> Authenticator:
     return Authenticator(
         static_keys=("first-key", "second-key"),
-        session_secret=SESSION_SECRET,
+        session_keys=SESSION_SECRET,
         check_session=sessions.check,
     )
 
@@ -147,7 +147,7 @@ async def test_an_open_session_is_asked_about_every_time_an_ended_one_once(
 
 async def test_two_gateways_refuse_a_session_ended_through_either_at_once(sessions: Sessions) -> None:
     first, second = (
-        Authenticator(static_keys=(), session_secret=SESSION_SECRET, check_session=sessions.check)
+        Authenticator(static_keys=(), session_keys=SESSION_SECRET, check_session=sessions.check)
         for _ in range(2)
     )
     token = open_session(sessions)

@@ -1,10 +1,9 @@
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from petstore_common.settings import SettingsError
+from petstore_devstack.doc_tables import documentation_words
 from petstore_gateway.settings import GatewaySettings
 
 SECRET = "x" * 32
@@ -123,7 +122,7 @@ def test_sign_ups_default_to_20_an_hour_per_address_as_the_readme_says() -> None
     defaults = GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": SECRET})
     off = GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": SECRET, "SIGNUP_RATE_LIMIT_PER_HOUR": "0"})
     assert (defaults.signup_rate_limit_per_hour, off.signup_rate_limit_per_hour) == (20, 0)
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = documentation_words()
     per_hour = defaults.signup_rate_limit_per_hour
     assert f"| `SIGNUP_RATE_LIMIT_PER_HOUR` | gateway | {per_hour} |" in readme
     assert f"`SIGNUP_RATE_LIMIT_PER_HOUR` ({per_hour})" in readme

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from petstore_devstack.doc_tables import documentation_words
 from petstore_user import password_changes
 from petstore_user.common_passwords import common_passwords
 from petstore_user.login_throttle import (
@@ -24,7 +23,7 @@ from petstore_user.passwords import (
 )
 from petstore_user.storage.base import LoginFailures, LoginSource
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+README = documentation_words()
 
 
 def test_the_wait_doubles_from_one_second_after_the_free_failures() -> None:

@@ -13,6 +13,7 @@ from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
 from petstore_common.caller_gate import GATEWAY
 from petstore_common.caller_testing import signed_channel, trusting_env
 from petstore_common.grpc_server import start_service
+from petstore_common.session_tokens import SessionKeys
 from petstore_common.settings import ServiceSettings
 from petstore_user.service import SERVICE_NAME, user_service
 from petstore_user.sessions import SessionTokens
@@ -29,7 +30,7 @@ def settings(**env: str) -> UserSettings:
         ServiceSettings.from_env(
             default_port=0, default_database="petstore_user", env={**trusting_env(GATEWAY), **env}
         ),
-        SECRET,
+        SessionKeys(SECRET),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ from petstore_common.caller_testing import signed_channel, trusting_env
 from petstore_common.errors import RETRY_AFTER_METADATA, NotFound
 from petstore_common.grpc_client import is_serving
 from petstore_common.grpc_server import RunningService, start_service
+from petstore_common.session_tokens import SessionKeys
 from petstore_common.settings import ServiceSettings
 from petstore_common.versions import Precondition
 from petstore_user import login_throttle, password_changes
@@ -454,6 +455,52 @@ async def test_logout_of_a_token_that_is_not_ours_changes_nothing(stub: UserServ
         await stub.Logout(user_service_pb2.LogoutRequest(session_token=candidate), timeout=5)
 
     assert await is_active(stub, session_id(token))
+
+
+NEXT_SECRET = "next-session-secret-" + "n" * 32
+
+
+@asynccontextmanager
+async def replica(
+    store: MemoryUserStore, passwords: Passwords, keys: SessionKeys, clock: Clock
+) -> AsyncIterator[UserServiceAsyncStub]:
+    """Another user service over the same store, configured with `keys`: a replica after a
+    rollout of new session secrets."""
+    settings = ServiceSettings.from_env(
+        default_port=0, default_database="unused", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0", **trusting_env()}
+    )
+    tokens = SessionTokens(keys, TTL_SECONDS, clock=clock)
+    service = await start_service(build_definition(store, passwords, tokens), settings)
+    try:
+        async with signed_channel(f"127.0.0.1:{service.port}") as channel:
+            yield user_service_pb2_grpc.UserServiceStub(channel)
+    finally:
+        await service.stop(None)
+
+
+async def test_a_session_signed_before_a_rotation_can_still_be_logged_out(
+    stub: UserServiceAsyncStub, store: MemoryUserStore, passwords: Passwords, clock: Clock
+) -> None:
+    """Logout reads the token: a replica that signs with the next secret must still read one
+    signed with the previous, else the logout would do nothing and the session stay open."""
+    await create(stub, a_user())
+    before = (await login(stub)).session_token
+    async with replica(store, passwords, SessionKeys(NEXT_SECRET, (SECRET,)), clock) as rotated:
+        after = (await login(rotated)).session_token
+        assert jwt.get_unverified_header(after)["kid"] != jwt.get_unverified_header(before)["kid"]
+        await rotated.Logout(user_service_pb2.LogoutRequest(session_token=before), timeout=5)
+        assert not await is_active(rotated, session_id(before))
+        assert await is_active(rotated, session_id(after))
+
+
+async def test_once_the_previous_secret_is_dropped_its_tokens_end_nothing(
+    stub: UserServiceAsyncStub, store: MemoryUserStore, passwords: Passwords, clock: Clock
+) -> None:
+    await create(stub, a_user())
+    old = (await login(stub)).session_token
+    async with replica(store, passwords, SessionKeys(NEXT_SECRET), clock) as dropped:
+        await dropped.Logout(user_service_pb2.LogoutRequest(session_token=old), timeout=5)
+    assert await is_active(stub, session_id(old))  # not read, so not ended (the gateway refuses it)
 
 
 async def test_a_session_expires_after_its_ttl(stub: UserServiceAsyncStub, clock: Clock) -> None:

@@ -15,7 +15,8 @@ def test_defaults() -> None:
 
     assert settings.service.listen_addr == "127.0.0.1:50053"
     assert (settings.service.mongodb_uri, settings.service.database) == ("", "petstore_user")
-    assert (settings.session_secret, settings.session_ttl_seconds) == (SECRET, 3600)
+    assert (settings.session_keys.current, settings.session_keys.previous) == (SECRET, ())
+    assert settings.session_ttl_seconds == 3600
 
 
 def test_environment_overrides() -> None:
@@ -41,7 +42,7 @@ def test_the_secret_is_used_exactly_as_given() -> None:
     """The gateway reads it unstripped: both sides must hold the very same key."""
     secret = f" {SECRET} "
 
-    assert UserSettings.from_env({"PETSTORE_SESSION_SECRET": secret}).session_secret == secret
+    assert UserSettings.from_env({"PETSTORE_SESSION_SECRET": secret}).session_keys.current == secret
 
 
 @pytest.mark.parametrize("env", [{}, {"PETSTORE_SESSION_SECRET": ""}, {"PETSTORE_SESSION_SECRET": "x" * 31}])
@@ -64,8 +65,21 @@ def test_a_bad_session_ttl_refuses_to_start(ttl: str, message: str) -> None:
         UserSettings.from_env({"PETSTORE_SESSION_SECRET": SECRET, "SESSION_TTL_SECONDS": ttl})
 
 
+def test_previous_secrets_verify_too_and_are_checked_at_start() -> None:
+    """Logout reads tokens signed before a rotation: the user service reads the list too."""
+    old = "o" * 32
+    env = {"PETSTORE_SESSION_SECRET": SECRET, "PETSTORE_SESSION_SECRETS_PREVIOUS": old}
+    assert UserSettings.from_env(env).session_keys.previous == (old,)
+    with pytest.raises(SettingsError, match=r"^PETSTORE_SESSION_SECRETS_PREVIOUS"):
+        UserSettings.from_env({**env, "PETSTORE_SESSION_SECRETS_PREVIOUS": SECRET})
+    with pytest.raises(SettingsError, match=r"^PETSTORE_SESSION_SECRETS_PREVIOUS"):
+        UserSettings.from_env({**env, "PETSTORE_SESSION_SECRETS_PREVIOUS": "o" * 31})
+
+
 def test_the_secret_stays_out_of_repr() -> None:
-    settings = UserSettings.from_env({"PETSTORE_SESSION_SECRET": "s3cr3t" * 8})
+    settings = UserSettings.from_env(
+        {"PETSTORE_SESSION_SECRET": "s3cr3t" * 8, "PETSTORE_SESSION_SECRETS_PREVIOUS": "0ld-s3cr3t" * 4}
+    )
 
     assert "s3cr3t" not in repr(settings)
     assert "session_ttl_seconds=3600" in repr(settings)

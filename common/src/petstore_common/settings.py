@@ -10,6 +10,7 @@ from typing import Protocol
 from petstore_common import caller_keys
 from petstore_common.caller_gate import ISSUERS, TokenMode
 from petstore_common.caller_tokens import TrustedKey
+from petstore_common.session_tokens import SessionKeys
 
 
 class SettingsError(ValueError):
@@ -65,6 +66,35 @@ def session_secret(env: Mapping[str, str]) -> str:
             f"PETSTORE_SESSION_SECRET must be set to at least {MIN_SESSION_SECRET_LENGTH} characters"
         )
     return secret
+
+
+MAX_PREVIOUS_SESSION_SECRETS = 4
+"""A rotation needs one (two while the next secret is announced before it signs); a token
+without a kid is tried against each, so the list stays short."""
+
+
+def session_keys(env: Mapping[str, str]) -> SessionKeys:
+    """PETSTORE_SESSION_SECRET signs new session tokens; PETSTORE_SESSION_SECRETS_PREVIOUS
+    (comma-separated) lists the secrets that still verify: the previous ones, until every
+    session they signed has expired (docs/rotating-secrets.md). Each as long as the current
+    one must be, all different."""
+    name = "PETSTORE_SESSION_SECRETS_PREVIOUS"
+    current, previous = session_secret(env), env_list(env, name)
+    if len(previous) > MAX_PREVIOUS_SESSION_SECRETS:
+        raise SettingsError(
+            f"{name} holds at most {MAX_PREVIOUS_SESSION_SECRETS} secrets, got {len(previous)}"
+        )
+    for position, secret in enumerate(previous, 1):
+        if len(secret) < MIN_SESSION_SECRET_LENGTH:
+            raise SettingsError(
+                f"{name}: secret {position} is shorter than {MIN_SESSION_SECRET_LENGTH} characters"
+            )
+    try:
+        return SessionKeys(current, previous)
+    except ValueError:
+        raise SettingsError(
+            f"{name} must not repeat PETSTORE_SESSION_SECRET or one of its own secrets"
+        ) from None
 
 
 def caller_signing_key(env: Mapping[str, str]) -> str:

@@ -44,7 +44,7 @@ MEANINGS: dict[str, Meaning] = {
     ),
     "PETSTORE_SESSION_SECRETS_PREVIOUS": Meaning(
         "comma-separated earlier session secrets (at most 4) that still verify tokens while a rotation "
-        "runs (secret)"
+        "runs (secret; [rotating-secrets.md](rotating-secrets.md))"
     ),
     "CALLER_SIGNING_KEY": Meaning(
         "Ed25519 seed (base64url) signing the caller token of every gRPC call this process makes "
@@ -105,11 +105,12 @@ MEANINGS: dict[str, Meaning] = {
         "sign-ups (`POST /user` by anybody but staff) per hour per address; 0: off"
     ),
     "TRUSTED_PROXIES": Meaning(
-        "comma-separated networks of proxies whose `X-Forwarded-For` names the client (per-address limits)"
+        "comma-separated networks of proxies whose `X-Forwarded-*` the gateway believes: `X-Forwarded-For` "
+        "walked from the right past trusted hops names the client (per-address limits)"
     ),
     "PUBLIC_BASE_URL": Meaning(
         "`http(s)://host[:port][/prefix]` clients reach the gateway at, for stored image URLs; "
-        "empty: the upload's own scheme and `Host`"
+        "empty: a trusted proxy's `X-Forwarded-Proto`/`-Host`, else the upload's own scheme and `Host`"
     ),
     "CORS_ALLOW_ORIGINS": Meaning(
         "origins browsers may call from (comma-separated `scheme://host[:port]`); set but empty: "

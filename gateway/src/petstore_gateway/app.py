@@ -75,7 +75,7 @@ def create_app(
         return reply.active
 
     app[AUTHENTICATOR] = Authenticator(
-        static_keys=settings.api_keys, session_secret=settings.session_secret, check_session=check_session
+        static_keys=settings.api_keys, session_keys=settings.session_keys, check_session=check_session
     )
     app[PET_CACHE] = PetCache(
         max_entries=settings.pet_cache_max_entries, max_bytes=settings.pet_cache_max_bytes

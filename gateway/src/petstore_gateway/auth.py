@@ -4,7 +4,8 @@ owns the resource, from the `Caller` this gateway puts in every request (`Princi
 The credential comes from `api_key` or `Authorization: Bearer` (credentials.py).
 
 Session tokens are verified locally (petstore_common.session_tokens, the format the user
-service issues them in). Whether the
+service issues them in), with the current session secret or a previous one: a rotation logs
+nobody out, and a session signed with a secret since removed is refused. Whether the
 session is still open is asked of the user service on every request that presents it: no
 answer "open" is ever cached, so a logout, a password change or a deletion is refused by every
 gateway process and replica from the moment the user service has recorded it. Only "ended" is
@@ -23,7 +24,7 @@ from aiohttp import web
 
 from petstore.auth.v1 import caller_pb2
 from petstore_common import session_tokens
-from petstore_common.session_tokens import SessionClaims
+from petstore_common.session_tokens import Keys, SessionClaims
 from petstore_gateway.errors import ApiError
 
 ENDED_SESSIONS_MAX_ENTRIES = 10_000
@@ -106,12 +107,12 @@ class Authenticator:
         self,
         *,
         static_keys: tuple[str, ...],
-        session_secret: str,
+        session_keys: Keys,
         check_session: CheckSession,
     ) -> None:
         self._static_keys = tuple(key.encode() for key in static_keys)
         self._staff = tuple(staff(key_id(key)) for key in self._static_keys)
-        self._secret = session_secret
+        self._session_keys = session_keys
         self._check_session = check_session
         self._ended = EndedSessions(ENDED_SESSIONS_MAX_ENTRIES)
 
@@ -130,7 +131,7 @@ class Authenticator:
     def decode_session(self, token: str) -> SessionClaims:
         """Verify signature, algorithm and expiry locally; 401 when any is wrong."""
         try:
-            return session_tokens.decode(token, self._secret)
+            return session_tokens.decode(token, self._session_keys)
         except session_tokens.ExpiredToken:
             raise ApiError(401, "the session has expired; log in again") from None
         except session_tokens.InvalidToken:

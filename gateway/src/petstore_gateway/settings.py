@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from petstore_common.session_tokens import SessionKeys
 from petstore_common.settings import (
     SettingsError,
     caller_signing_key,
@@ -14,16 +15,15 @@ from petstore_common.settings import (
     env_int,
     env_list,
     env_str,
-    session_secret,
+    session_keys,
 )
 from petstore_common.watch import SILENCE_SECONDS
-from petstore_gateway.client_address import Network, parse_networks
+from petstore_gateway.client_address import MAX_PORT, Network, parse_networks
 
 ANY_ORIGIN = "*"
 _ORIGIN = re.compile(r"https?://[^/\s?#]+")
 _PUBLIC_BASE_URL = re.compile(r"https?://[^/\s?#@]+(/[^\s?#]*[^\s?#/])?")
 MAX_PUBLIC_BASE_URL_CHARS = 1024
-MAX_PORT = 65535
 
 # Slow clients: each stalled or idle connection is closed within the longest of
 # these timeouts, and the body bytes they make the gateway hold are bounded across all of them.
@@ -43,8 +43,9 @@ class GatewaySettings:
     user_service_addr: str
     api_keys: tuple[str, ...] = field(repr=False)
     """Static api keys; secrets, so never part of repr or logs."""
-    session_secret: str = field(repr=False)
-    """The HS256 key the user service signs session tokens with."""
+    session_keys: SessionKeys = field(repr=False)
+    """The HS256 secret the user service signs session tokens with, and the previous ones that
+    still verify (PETSTORE_SESSION_SECRET, PETSTORE_SESSION_SECRETS_PREVIOUS)."""
     grpc_timeout_seconds: float = 5.0
     """The deadline of every call to a service."""
     max_body_bytes: int = MAX_BODY_BYTES
@@ -114,7 +115,7 @@ class GatewaySettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
         env = os.environ if env is None else env
-        secret = session_secret(env)
+        keys = session_keys(env)
         max_body_bytes = env_int(env, "MAX_BODY_BYTES", MAX_BODY_BYTES, minimum=1)
         return cls(
             host=env_str(env, "GATEWAY_HOST", "127.0.0.1"),
@@ -123,7 +124,7 @@ class GatewaySettings:
             order_service_addr=env_str(env, "ORDER_SERVICE_ADDR", "127.0.0.1:50052"),
             user_service_addr=env_str(env, "USER_SERVICE_ADDR", "127.0.0.1:50053"),
             api_keys=env_list(env, "PETSTORE_API_KEYS"),
-            session_secret=secret,
+            session_keys=keys,
             grpc_timeout_seconds=env_float(env, "GRPC_TIMEOUT_SECONDS", 5.0, minimum=0.001),
             max_body_bytes=max_body_bytes,
             body_buffer_bytes=env_int(env, "BODY_BUFFER_BYTES", BODY_BUFFER_BYTES, minimum=max_body_bytes),

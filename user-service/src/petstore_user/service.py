@@ -50,10 +50,10 @@ async def user_service(
     settings: UserSettings, *, tokens: SessionTokens | None = None
 ) -> AsyncIterator[ServiceDefinition]:
     """MongoDB when MONGODB_URI is set, else the in-memory store; closes what it opened. Session
-    tokens are signed with the settings' secret (`tokens`: another signer, for tests)."""
+    tokens are signed with the settings' current secret (`tokens`: another signer, for tests)."""
     map_hash_memory_directly()  # keeps the process well under its memory limit between logins
     if tokens is None:
-        tokens = SessionTokens(settings.session_secret, settings.session_ttl_seconds)
+        tokens = SessionTokens(settings.session_keys, settings.session_ttl_seconds)
     common_passwords()  # built now, not on the first sign-up
     passwords = Passwords()
     try:
