@@ -22,7 +22,8 @@ PIP := $(PY) -m pip install --disable-pip-version-check --progress-bar off
 
 help:
 	@echo "make run          - the whole stack as local processes, gateway on http://127.0.0.1:8080/v2"
-	@echo "                    (installs only what running needs; Ctrl-C stops it)"
+	@echo "                    (installs only what running needs; Ctrl-C stops it; its processes end"
+	@echo "                    with it however it ends, kill -9 included)"
 	@echo "make run-demo     - the same, with demo pets, customers and orders loaded"
 	@echo "make test         - everything CI runs (about 14 minutes fresh on 2 cores, 10 warm; docs/testing.md):"
 	@echo "                    lint typecheck protos-check protos-contract unit deploy-check bench-smoke"
@@ -43,7 +44,8 @@ help:
 	@echo "make e2e-compose  - the e2e suite against docker-compose.yml (Docker engine; root to install one)"
 	@echo "make e2e-k8s      - the e2e suite through a single-node k3s (root)"
 	@echo "make images       - the four images, tagged <version> and <version>-<commit> (SERVICE=pet-service:"
-	@echo "                    one team's; PREVIOUS=1: the previous releases; REGISTRY=...: to push)"
+	@echo "                    one team's; PREVIOUS=1: the previous releases; REGISTRY=host/path: named"
+	@echo "                    <REGISTRY>/<image> instead of petstore/<image>, ready to docker push; pushes nothing)"
 	@echo "make clean        - remove .venv and the caches (.cache holds FerretDB and other builds)"
 
 # Running needs a few dozen packages (requirements/run.lock, a subset of dev.lock pinned alike);

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from petstore_common.watch import HEARTBEAT_SECONDS, MAX_HEARTBEAT_SECONDS, SILENCE_MULTIPLE, SILENCE_SECONDS
+from petstore_devstack.doc_tables import documentation_words
 
 ROOT = Path(__file__).resolve().parents[2]
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five"}
@@ -22,7 +23,7 @@ def test_a_silence_is_several_heartbeats() -> None:
 def test_the_docs_state_the_heartbeat_and_the_silence() -> None:
     heartbeat, silence = f"{HEARTBEAT_SECONDS:g}", f"{SILENCE_SECONDS:g}"
     multiple = NUMBER_WORDS[SILENCE_MULTIPLE]
-    readme = _words("README.md")
+    readme = documentation_words()
     assert (
         f"or {multiple} heartbeats without a message: the pet service sends one every {heartbeat} s" in readme
     )

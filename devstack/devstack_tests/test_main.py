@@ -103,7 +103,7 @@ def test_a_process_that_dies_is_named_and_the_watch_ends(
         stopped = threading.Event()
         stack.signal("order", signal.SIGKILL)
         assert watch(stack, stopped) == 1
-        assert "the order service exited with code -9; stopping the others" in capsys.readouterr().err
+        assert "the order service was killed by SIGKILL; stopping the others" in capsys.readouterr().err
     finally:
         stack.stop()
     assert {name for name, _ in stack.exited()} == {"pet", "order", "user", "gateway"}

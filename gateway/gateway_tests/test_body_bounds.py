@@ -7,11 +7,11 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from petstore_devstack.doc_tables import documentation_words
 from petstore_gateway import bodies
 from petstore_gateway.bodies import BODY_BOUNDS, MAX_FORM_FIELDS, PARSE_OFF_LOOP_BYTES
 from petstore_gateway.keys import PET_CACHE
@@ -207,7 +207,7 @@ async def test_worst_case_bodies_leave_the_event_loop_free(client: Client) -> No
 
 
 def test_the_readme_states_the_structural_bounds() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = documentation_words()
     assert f"at most {B.max_depth} levels deep" in readme
     assert f"at most {B.max_items} items in a list or members in an object" in readme
     assert f"at most {B.max_values} values in all" in readme

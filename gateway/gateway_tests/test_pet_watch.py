@@ -220,11 +220,16 @@ async def test_a_reconnect_that_fails_again_is_told_once_at_info(
     back = await streams.next()
     back.send(epoch="e1", sequence=1, resumed=True)
     await until(lambda: cache.live)
-    messages = [(r.levelno, r.getMessage()) for r in caplog.records if r.levelno >= logging.INFO]
-    assert messages == [
+    told = [r for r in caplog.records if r.levelno >= logging.INFO]
+    assert [(r.levelno, r.getMessage()) for r in told] == [
         (logging.INFO, "pet cache live"),
-        (logging.INFO, "pet watch still down: reading through, reconnecting"),
+        (logging.INFO, "pet watch down: reading every pet through, reconnecting"),
+        (logging.INFO, "pet watch back: cache live again"),
     ]
+    # How long it was down: from the loss of the live stream, as of each line.
+    down_when_told, down_in_all = (r.__dict__["down_seconds"] for r in told[1:])
+    assert 0 < down_when_told < down_in_all < 5
+    assert down_in_all >= sum(pet_watch.RETRY_SECONDS[:3])  # three waits before the fourth attempt
 
 
 async def test_a_stream_is_lost_after_three_of_the_heartbeats_it_announces(cache: PetCache) -> None:

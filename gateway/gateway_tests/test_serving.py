@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from pathlib import Path
 
 from aiohttp import web
 from aiohttp.http_exceptions import LineTooLong
 from aiohttp.test_utils import TestClient, TestServer
 
+from petstore_devstack.doc_tables import documentation_words
 from petstore_gateway.errors import IN_PROGRESS_RETRY_AFTER, UNAVAILABLE_RETRY_AFTER
 from petstore_gateway.serving import DRAIN_NOTICE_SECONDS, InFlight, MalformedRequestLogFilter
 
@@ -81,7 +81,7 @@ def test_other_errors_keep_their_level_and_traceback() -> None:
 
 
 def test_the_readme_states_the_drain_notice_and_the_retry_after() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = documentation_words()
     assert f"after a {DRAIN_NOTICE_SECONDS:g} s notice" in readme
     assert f"`Retry-After: {UNAVAILABLE_RETRY_AFTER}`" in readme
     assert f"`Retry-After: {IN_PROGRESS_RETRY_AFTER}`" in readme

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 import pytest
 
+from petstore_devstack.doc_tables import documentation_words
 from petstore_gateway.connections import MIN_BODY_BYTES_PER_SECOND
 from petstore_gateway.errors import UNAVAILABLE_RETRY_AFTER
 from petstore_gateway.settings import (
@@ -223,7 +223,7 @@ def test_the_defaults_close_every_stalled_or_idle_connection_within_a_minute() -
 
 
 def test_the_readme_states_the_timeouts_and_the_buffer_bound() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = documentation_words()
     for name, value in [
         ("HEADER_TIMEOUT_SECONDS", f"{HEADER_TIMEOUT_SECONDS:g}"),
         ("BODY_TIMEOUT_SECONDS", f"{BODY_TIMEOUT_SECONDS:g}"),

@@ -5,6 +5,7 @@ for machines (files, pipes, collectors), or a short human-readable line on a ter
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import os
@@ -98,19 +99,49 @@ class JsonFormatter(LineFormatter):
 
 
 class TextFormatter(LineFormatter):
-    """`HH:MM:SS.mmm LEVEL service: message key=value … [request id]` for a person at a terminal."""
+    """`HH:MM:SS.mmm LEVEL service: message key=value … [request id]` for a person at a terminal.
+    A value with spaces is quoted (`reason="no such pet"`), so that where it ends is plain; a
+    mapping (a service's settings at start) follows on lines of its own, one `key=value` each."""
 
     def line(self, entry: LogLine) -> str:
         clock = _timestamp(entry.created)[11:23]
         parts = [f"{clock} {entry.level:<7} {self._service}: {entry.message}"]
-        parts.extend(f"{key}={value}" for key, value in entry.fields.items())
+        below: list[str] = []
+        for key, value in entry.fields.items():
+            if isinstance(value, Mapping):
+                below.extend(f"    {key}.{name}={_text_value(item)}" for name, item in value.items())
+            else:
+                parts.append(f"{key}={_text_value(value)}")
         request_id = current_request_id.get()
         if request_id != NO_REQUEST_ID:
             parts.append(f"[{request_id}]")
-        text = " ".join(parts)
+        text = "\n".join([" ".join(parts), *below])
         if entry.exc is not None:
             text += "\n" + entry.exc
         return text
+
+
+_QUOTED = frozenset(' "=\t\n\r')
+"""A text value holding any of these is written quoted."""
+
+
+def _text_value(value: Any) -> str:
+    text = str(value)
+    if isinstance(value, str) and (not text or any(char in text for char in _QUOTED)):
+        return orjson.dumps(text).decode()
+    return text
+
+
+def settings_fields(settings: Any) -> dict[str, Any]:
+    """A settings dataclass as the fields of its start-up log line: every field its repr shows
+    (secrets are declared `repr=False` and stay out), a tuple as one comma-separated value.
+    JSON keeps it one object; the text format writes one setting per line."""
+    shown: dict[str, Any] = {}
+    for item in dataclasses.fields(settings):
+        if item.repr:
+            value = getattr(settings, item.name)
+            shown[item.name] = ",".join(map(str, value)) if isinstance(value, tuple) else value
+    return shown
 
 
 class TurnBatchedStreamHandler(logging.StreamHandler[TextIO]):
@@ -205,34 +236,41 @@ def configure_logging(service: str, level: str = "INFO", env: Mapping[str, str] 
 
 
 class RequestLog:
-    """The one INFO line per request (the gateway's access log, a service's line per RPC): by
-    far the most frequent line, so while configure_logging's handler is the only one a record
-    would reach, it is written to it directly, formatted by the same formatter, without the
-    LogRecord and handler chain (about a fifth of a cached read's cost in the gateway:
-    bench/README.md). Otherwise (a test capturing records, a handler or filter added) it is
-    an ordinary `logger.info(message, extra=fields)`."""
+    """The one line per request (the gateway's access log, a service's line per RPC), at INFO
+    unless `level` says otherwise: by far the most frequent line, so while configure_logging's
+    handler is the only one a record would reach, it is written to it directly, formatted by
+    the same formatter, without the LogRecord and handler chain (about a fifth of a cached
+    read's cost in the gateway: bench/README.md). Otherwise (a test capturing records, a
+    handler or filter added) it is an ordinary `logger.log(level, message, extra=fields)`."""
 
     route: TurnBatchedStreamHandler | None = None
     """configure_logging's handler (its formatter formats the line)."""
 
-    def __init__(self, logger_name: str, message: str) -> None:
+    def __init__(self, logger_name: str, message: str, *, level: int = logging.INFO) -> None:
         self._logger = logging.getLogger(logger_name)
         self._message = message
+        self._level = level
+        self._level_name = logging.getLevelName(level)
 
     def write(self, **fields: Any) -> None:
         logger = self._logger
-        if not logger.isEnabledFor(logging.INFO):
+        if not logger.isEnabledFor(self._level):
             return
         route = RequestLog.route
         formatter = None if route is None else route.formatter
-        if route is None or not isinstance(formatter, LineFormatter) or not _only_route(logger, route):
-            logger.info(self._message, extra=fields)
+        if (
+            route is None
+            or not isinstance(formatter, LineFormatter)
+            or not _only_route(logger, route, self._level)
+        ):
+            logger.log(self._level, self._message, extra=fields)
             return
-        route.write_line(formatter.line(LogLine(time.time(), "INFO", logger.name, self._message, fields)))
+        entry = LogLine(time.time(), self._level_name, logger.name, self._message, fields)
+        route.write_line(formatter.line(entry))
 
 
-def _only_route(logger: logging.Logger, handler: logging.Handler) -> bool:
-    """Whether an INFO record of `logger` would reach `handler` alone, unfiltered."""
+def _only_route(logger: logging.Logger, handler: logging.Handler, level: int) -> bool:
+    """Whether a record of `logger` at `level` would reach `handler` alone, unfiltered."""
     current: logging.Logger | None = logger
     while current is not None and current.parent is not None:  # up to the root
         if current.handlers or current.filters or not current.propagate:
@@ -244,5 +282,5 @@ def _only_route(logger: logging.Logger, handler: logging.Handler) -> bool:
         and len(current.handlers) == 1
         and current.handlers[0] is handler
         and not handler.filters
-        and handler.level <= logging.INFO
+        and handler.level <= level
     )

@@ -16,7 +16,7 @@ import time
 
 from petstore_devstack.demo import DEMO_PASSWORD, USERS, DemoData, load_demo_data
 from petstore_devstack.ports import PortTaken, ensure_port_free
-from petstore_devstack.stack import SERVICES, Stack
+from petstore_devstack.stack import SERVICES, Stack, how_it_ended
 
 WATCH_SECONDS = 0.5
 """How often the runner looks whether a process died."""
@@ -24,7 +24,10 @@ PROCESS_NAMES = {"pet": "pet service", "order": "order service", "user": "user s
 
 
 def say(message: str) -> None:
-    print(f"petstore: {message}", file=sys.stderr, flush=True)
+    """One line, in one write: the stack's processes share this stderr, and print()'s separate
+    write of the newline let their lines run into ours."""
+    sys.stderr.write(f"petstore: {message}\n")
+    sys.stderr.flush()
 
 
 def port_hint(port: int) -> str:
@@ -41,7 +44,7 @@ def banner(stack: Stack, *, store: str, key_hint: str, demo: DemoData | None) ->
         "",
         f"Petstore is serving at {base} ({store})",
         f"  API docs:   {base}/docs (Swagger UI; descriptions at /v2/swagger.json and /v2/openapi.json)",
-        f"  metrics:    {stack.gateway_metrics_url()} (the gateway's; never on the API port)",
+        *metrics_lines(stack),
         f"  staff key:  {key_hint}",
         f"  customers:  sign up with POST {base}/user, then GET {base}/user/login?username=…&password=…",
         "              answers 'logged in user session:<token>': send the token as the api_key header",
@@ -55,6 +58,17 @@ def banner(stack: Stack, *, store: str, key_hint: str, demo: DemoData | None) ->
     lines.append(f"  stop:       Ctrl-C here (or kill -TERM {os.getpid()})")
     lines.append("")
     return "\n".join(lines)
+
+
+def metrics_lines(stack: Stack) -> list[str]:
+    """Where the gateway's metrics are: one port per worker, each counting its own requests."""
+    urls = stack.gateway_metrics_urls()
+    if len(urls) == 1:
+        return [f"  metrics:    {urls[0]} (the gateway's; never on the API port)"]
+    return [
+        "  metrics:    one port per gateway worker, each counting its own requests (sum them):",
+        *(f"              worker {worker}: {url}" for worker, url in enumerate(urls)),
+    ]
 
 
 def main() -> int:
@@ -101,9 +115,17 @@ def main() -> int:
         if stack.mongodb_uri
         else "the embedded in-memory store: data lasts until it stops"
     )
-    demo = load_demo_data(stack.base_url, demo_key) if args.demo else None
+    demo = None
+    if args.demo:
+        say("loading the demo data...")
+        demo = load_demo_data(stack.base_url, demo_key)
+        say(
+            f"demo data loaded: {len(demo.pet_ids)} pets, {len(demo.usernames)} customers, "
+            f"{len(demo.order_ids)} orders"
+        )
     say(f"ready in {time.monotonic() - began:.1f} s")
-    print(banner(stack, store=store, key_hint=key_hint, demo=demo), file=sys.stderr, flush=True)
+    sys.stderr.write(banner(stack, store=store, key_hint=key_hint, demo=demo) + "\n")  # one write, last
+    sys.stderr.flush()
     try:
         return watch(stack, stopped)
     finally:
@@ -117,7 +139,7 @@ def watch(stack: Stack, stopped: threading.Event) -> int:
         dead = stack.exited()
         if dead:
             for name, code in dead:
-                say(f"the {PROCESS_NAMES.get(name, name)} exited with code {code}; stopping the others")
+                say(f"the {PROCESS_NAMES.get(name, name)} {how_it_ended(code)}; stopping the others")
             return 1
     return 0
 

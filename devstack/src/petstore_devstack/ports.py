@@ -8,6 +8,8 @@ import socket
 import time
 from pathlib import Path
 
+from petstore_devstack.port_owner import port_owner
+
 EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 LOWEST_PORT = 10_000
 """The ports handed out lie between this and the kernel's ephemeral range."""
@@ -18,9 +20,10 @@ class PortTaken(Exception):
 
 
 def ensure_port_free(host: str, port: int, *, hint: str = "") -> None:
-    """Raise PortTaken naming the port (and `hint`: how to choose another) when something
-    listens on host:port. SO_REUSEADDR as the gateway sets it, so a closed connection still in
-    TIME_WAIT does not count, while any listener (SO_REUSEPORT ones included) does."""
+    """Raise PortTaken naming the port, the process listening on it when this user may see it,
+    and `hint` (how to choose another) when something listens on host:port. SO_REUSEADDR as
+    the gateway sets it, so a closed connection still in TIME_WAIT does not count, while any
+    listener (SO_REUSEPORT ones included) does."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -30,7 +33,11 @@ def ensure_port_free(host: str, port: int, *, hint: str = "") -> None:
             if exc.errno != errno.EADDRINUSE:
                 raise
             where = f"[{host}]:{port}" if family == socket.AF_INET6 else f"{host}:{port}"
-            raise PortTaken(f"port {port} is already in use ({where}){'; ' + hint if hint else ''}") from None
+            owner = port_owner(port)
+            by = f" by {owner}" if owner is not None else ""
+            raise PortTaken(
+                f"port {port} is already in use on {where}{by}{'; ' + hint if hint else ''}"
+            ) from None
 
 
 def _ephemeral_low() -> int:

@@ -11,6 +11,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Mapping
@@ -36,6 +37,27 @@ DEFAULT_ENV = {"LOG_LEVEL": "INFO", "GRACE_SECONDS": "5"}
 stops in 5 s rather than the 10 s a deployment gives in-flight requests."""
 INSTANCE_ID_HEADER = "X-Instance-ID"
 ANY_ADDRESS = ("0.0.0.0", "::", "")
+
+
+def command(module: str) -> list[str]:
+    """`python -m module`, through die_with_runner when started from the main thread: then the
+    process gets SIGTERM when this one dies, however it dies. (PR_SET_PDEATHSIG fires when the
+    thread that started the child ends: from another thread, a test's, the child could be
+    stopped while still in use.)"""
+    if threading.current_thread() is threading.main_thread():
+        return [sys.executable, "-m", "petstore_devstack.die_with_runner", str(os.getpid()), module]
+    return [sys.executable, "-m", module]
+
+
+def how_it_ended(returncode: int) -> str:
+    """How a process ended, in words: "exited with code 1", or "was killed by SIGKILL" (what
+    Popen's negative return codes mean)."""
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with code {returncode}"
 
 
 class GatewayNotOurs(RuntimeError):
@@ -137,6 +159,16 @@ class Stack:
         return f"http://{self._url_host}:{self.gateway_metrics_port + worker}/metrics"
 
     @property
+    def gateway_workers(self) -> int:
+        """GATEWAY_WORKERS as the gateway reads it (each worker serves its own /metrics)."""
+        value = {**os.environ, **self.processes["gateway"].env}.get("GATEWAY_WORKERS", "1").strip()
+        return max(int(value), 1) if value.isdigit() else 1
+
+    def gateway_metrics_urls(self) -> list[str]:
+        """Every gateway worker's /metrics: each counts its own requests (sum them)."""
+        return [self.gateway_metrics_url(worker) for worker in range(self.gateway_workers)]
+
+    @property
     def connect_host(self) -> str:
         """Where to reach the gateway: its listen address, or loopback when it listens on all."""
         return "127.0.0.1" if self.gateway_host in ANY_ADDRESS else self.gateway_host
@@ -186,7 +218,7 @@ class Stack:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             output = (self.log_dir / f"{name}.log").open("ab")
         spec.process = subprocess.Popen(
-            [sys.executable, "-m", spec.module],
+            command(spec.module),
             env={**os.environ, **spec.env},
             stdout=output,
             stderr=subprocess.STDOUT if output else None,
@@ -204,7 +236,7 @@ class Stack:
         while time.monotonic() < deadline:
             assert spec.process is not None
             if spec.process.poll() is not None:
-                raise RuntimeError(f"{spec.name} exited with {spec.process.returncode} at start-up")
+                raise RuntimeError(f"{spec.name} {how_it_ended(spec.process.returncode)} at start-up")
             if self._is_healthy(spec):
                 return
             time.sleep(0.1)

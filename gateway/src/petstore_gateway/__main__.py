@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 
-from petstore_common.logging import configure_logging
+from petstore_common.logging import configure_logging, settings_fields
 from petstore_common.metrics import start_metrics_server
 from petstore_common.settings import SettingsError
 from petstore_common.tracing import configure_tracing
@@ -31,7 +31,7 @@ def main() -> None:
     configure_logging("gateway", settings.log_level)
     index = worker_index()
     if index == 0:
-        log.info("starting", extra={"settings": repr(settings)})
+        log.info("starting", extra={"settings": settings_fields(settings)})
     workers = Workers(settings.workers if index == 0 else 1)
     workers.start()
     tracing = configure_tracing("gateway", os.environ)  # before the app and its channels exist

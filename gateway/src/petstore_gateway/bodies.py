@@ -13,7 +13,7 @@ from multidict import MultiDict, MultiDictProxy
 
 from petstore_gateway.auth import ANONYMOUS
 from petstore_gateway.body_budget import Tier
-from petstore_gateway.client_address import FORWARDED_FOR_HEADER, client_address
+from petstore_gateway.client_address import FORWARDED_FOR_HEADER, client_address, forwarded_for
 from petstore_gateway.connections import BodyTimedOut
 from petstore_gateway.errors import ApiError
 from petstore_gateway.etags import ETAG, IF_NONE_MATCH, none_match
@@ -75,7 +75,8 @@ def _share(request: web.Request) -> tuple[Tier, str]:
     else:
         tier = Tier.ANONYMOUS
     trusted = request.config_dict[SETTINGS].trusted_proxies
-    return tier, client_address(request.remote, request.headers.get(FORWARDED_FOR_HEADER), trusted)
+    forwarded = forwarded_for(request.headers.getall(FORWARDED_FOR_HEADER, ()))
+    return tier, client_address(request.remote, forwarded, trusted)
 
 
 def _reserve(request: web.Request) -> contextlib.AbstractContextManager[None]:

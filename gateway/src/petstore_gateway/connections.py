@@ -102,9 +102,14 @@ class ConnectionTimeouts:
         return self.body_seconds + size / MIN_BODY_BYTES_PER_SECOND
 
 
-def cut(reason: str, address: str) -> None:
-    """The one log line of a connection cut off (or a request refused) by a guard."""
-    log.warning("connection cut: %s", reason, extra={"reason": reason, "client": address})
+def cut(reason: str, address: str, status: int | None = None) -> None:
+    """The one log line of a connection cut off (or a request refused) by a guard: why, the
+    peer's address (no request was read, so no proxy's word about the client is known), and
+    the status answered when one was."""
+    fields: dict[str, object] = {"reason": reason, "client": address}
+    if status is not None:
+        fields["status"] = status
+    log.warning("connection cut: %s", reason, extra=fields)
 
 
 def _content_length(message: RawRequestMessage) -> int | None:
@@ -296,7 +301,7 @@ class GuardedRequestHandler(RequestHandler):
         only close. The answer is followed by the end of our side; what the client still
         sends is read and dropped for REFUSAL_LINGER_SECONDS before the connection closes, so
         that the client reads the answer instead of a reset."""
-        cut(message, self._peer)
+        cut(message, self._peer, status)
         self._head_done()
         transport = self.transport
         if transport is None or self._current_request is not None or self._messages:
@@ -369,7 +374,7 @@ class GuardedRequestHandler(RequestHandler):
             super().handle_error(request, status, exc, message)  # logs it, with its traceback
         status, text = parse_failure(exc, status)
         if isinstance(exc, HttpProcessingError):
-            cut(f"malformed request ({type(exc).__name__})", self._peer)
+            cut(f"{text} ({type(exc).__name__})", self._peer, status)  # what the client was told
         if request.writer.output_size > 0:  # as aiohttp: an answer has begun, none can follow
             raise ConnectionError("an answer has begun: no error answer can follow")
         return failure_response(status, text)

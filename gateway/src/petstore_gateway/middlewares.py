@@ -12,10 +12,10 @@ from aiohttp.typedefs import Handler
 
 from petstore_common.logging import RequestLog
 from petstore_common.request_context import current_request_id, sanitize_request_id
-from petstore_gateway.auth import ANONYMOUS, authenticate_request
+from petstore_gateway.auth import ANONYMOUS, Principal, authenticate_request
 from petstore_gateway.bodies import error_response
 from petstore_gateway.caching import add_vary
-from petstore_gateway.client_address import FORWARDED_FOR_HEADER, client_address
+from petstore_gateway.client_address import FORWARDED_FOR_HEADER, client_address, forwarded_for
 from petstore_gateway.cors import preflight_headers, response_headers
 from petstore_gateway.credentials import request_credential
 from petstore_gateway.errors import ApiError
@@ -23,19 +23,23 @@ from petstore_gateway.keys import AUTHENTICATOR, METRICS, PRINCIPAL, RATE_LIMITS
 from petstore_gateway.metrics import route_template
 from petstore_gateway.negotiation import JSON_RESPONSE, choose_response_type, not_acceptable
 from petstore_gateway.operations import Access, in_api, operation_of
-from petstore_gateway.ratelimit import too_many
+from petstore_gateway.ratelimit import RateLimited, too_many
+from petstore_gateway.refusal_log import REFUSAL, Refusal, refusal_fields
 
 REQUEST_ID_HEADER = "X-Request-ID"
 
 access_log = RequestLog("petstore_gateway.access", "request")
+probe_log = RequestLog("petstore_gateway.access", "request", level=logging.DEBUG)
+"""A probe answered 2xx: asked every few seconds by an orchestrator, news to nobody."""
 log = logging.getLogger(__name__)
 
 CLIENT_CLOSED_REQUEST = 499
 """The status logged and counted when the client went away before its answer (nginx's code):
 nobody receives it, and it is no server error."""
 
+PROBES = frozenset({"/livez", "/readyz"})
 # Probes are never rate limited: an orchestrator must always be able to ask.
-RATE_LIMIT_EXEMPT = frozenset({"/livez", "/readyz"})
+RATE_LIMIT_EXEMPT = PROBES
 
 
 @web.middleware
@@ -64,7 +68,9 @@ def _vary_on_accept(response: web.StreamResponse) -> None:
 
 @web.middleware
 async def observe_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """One access log line and the request metrics per request; never the query or body."""
+    """One access log line and the request metrics per request; never the query or body. A
+    refused request's line (4xx, 5xx) also names what the client was told, the client address
+    and the kind of caller (refusal_log.py); a probe that succeeded is logged at DEBUG."""
     started = time.perf_counter()
     status = 500
     try:
@@ -82,7 +88,14 @@ async def observe_middleware(request: web.Request, handler: Handler) -> web.Stre
         elapsed = time.perf_counter() - started
         route = route_template(request)
         request.app[METRICS].observe(request.method, route, status, elapsed)
-        access_log.write(method=request.method, route=route, status=status, ms=round(elapsed * 1000, 2))
+        ms = round(elapsed * 1000, 2)
+        if status >= 400:
+            fields = refusal_fields(request, status, request_address(request))
+            access_log.write(method=request.method, route=route, status=status, ms=ms, **fields)
+        elif route in PROBES:
+            probe_log.write(method=request.method, route=route, status=status, ms=ms)
+        else:
+            access_log.write(method=request.method, route=route, status=status, ms=ms)
 
 
 def client_gone(request: web.Request) -> bool:
@@ -103,7 +116,8 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     try:
         return await handler(request)
     except ApiError as exc:
-        return _error(request, exc.status, exc.message, exc.headers)
+        limit = exc.limit if isinstance(exc, RateLimited) else None
+        return _error(request, exc.status, exc.message, exc.headers, limit=limit)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -128,7 +142,10 @@ BEARER_CHALLENGE = 'Bearer realm="petstore"'
 header takes the same credentials, but is no HTTP authentication scheme to name."""
 
 
-def _error(request: web.Request, status: int, message: str, headers: dict[str, str]) -> web.Response:
+def _error(
+    request: web.Request, status: int, message: str, headers: dict[str, str], *, limit: str | None = None
+) -> web.Response:
+    request[REFUSAL] = Refusal(message, limit)  # for the access log line
     if status == 401:
         headers = {**headers, "WWW-Authenticate": BEARER_CHALLENGE}
     # An error is answered in a format the client accepts, or JSON when it accepts none.
@@ -139,24 +156,27 @@ def _error(request: web.Request, status: int, message: str, headers: dict[str, s
 def request_address(request: web.Request) -> str:
     """The client address of `request` (its peer, or whom a trusted proxy says it served).
     Handlers call it too, where request.app is the API's sub-application: config_dict."""
-    forwarded_for = request.headers.get(FORWARDED_FOR_HEADER)
-    return client_address(request.remote, forwarded_for, request.config_dict[SETTINGS].trusted_proxies)
+    forwarded = forwarded_for(request.headers.getall(FORWARDED_FOR_HEADER, ()))
+    return client_address(request.remote, forwarded, request.config_dict[SETTINGS].trusted_proxies)
 
 
-async def client_identity(request: web.Request) -> str:
-    """Whose budget a request spends: a customer's user id (every session of it shares one), a
-    static key's own, else its address. A credential that is not genuine (made up, expired,
-    logged out, of a deleted account, or not checkable right now) spends its address's, so
-    inventing or keeping keys buys no fresh budget. (The limiter hashes it.)"""
+async def genuine_caller(request: web.Request) -> Principal:
+    """Who sent the request's credential, or anonymous when it sent none or one that is not
+    genuine (made up, expired, logged out, of a deleted account, or not checkable right now)."""
     api_key = request_credential(request)
     if api_key:
         try:
-            budget = (await authenticate_request(request, request.app[AUTHENTICATOR], api_key)).budget()
+            return await authenticate_request(request, request.app[AUTHENTICATOR], api_key)
         except ApiError:
-            budget = None
-        if budget is not None:
-            return budget
-    return f"addr:{request_address(request)}"
+            pass
+    return ANONYMOUS
+
+
+def client_identity(request: web.Request, caller: Principal) -> str:
+    """Whose budget a request spends: a customer's user id (every session of it shares one), a
+    static key's own, else its address: a credential that is not genuine spends its address's,
+    so inventing or keeping keys buys no fresh budget. (The limiter hashes it.)"""
+    return caller.budget() or f"addr:{request_address(request)}"
 
 
 @web.middleware
@@ -164,10 +184,12 @@ async def rate_limit_middleware(request: web.Request, handler: Handler) -> web.S
     """429 with Retry-After once a client has spent its burst faster than its rate refills it."""
     limiter = request.app[RATE_LIMITS].clients
     if limiter is not None and request.path not in RATE_LIMIT_EXEMPT:
-        retry_after = limiter.acquire(await client_identity(request))
+        caller = await genuine_caller(request)
+        retry_after = limiter.acquire(client_identity(request, caller))
         if retry_after is not None:
             request.app[METRICS].limited("client")
-            raise too_many(retry_after, "requests")
+            request[PRINCIPAL] = caller  # whom the access log names as refused
+            raise too_many(retry_after, "requests", limit=limiter.name)
     return await handler(request)
 
 
@@ -222,13 +244,13 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     credential = request_credential(request) if in_api(request) else ""
     principal = ANONYMOUS
     op = operation_of(request)
-    if op is not None:
-        access = op.access
-        if access in (Access.REQUIRED, Access.STAFF) or (access is Access.OPTIONAL and credential):
-            principal = await authenticate_request(request, request.app[AUTHENTICATOR], credential)
-        if access is Access.STAFF and not principal.is_staff:
-            raise ApiError(403, op.staff_refusal)
-    request[PRINCIPAL] = principal
+    if op is not None and (
+        op.access in (Access.REQUIRED, Access.STAFF) or (op.access is Access.OPTIONAL and credential)
+    ):
+        principal = await authenticate_request(request, request.app[AUTHENTICATOR], credential)
+    request[PRINCIPAL] = principal  # before a 403 too: the access log names whom it refused
+    if op is not None and op.access is Access.STAFF and not principal.is_staff:
+        raise ApiError(403, op.staff_refusal)
     return await handler(request)
 
 

@@ -53,6 +53,11 @@ class PetWatcher:
         self._unsupported_told = False
         self._position: tuple[str, int] | None = None
         """(epoch, sequence) of the last message applied, while the entries it kept are valid."""
+        self._lost_at: float | None = None
+        """When the stream last live was lost (loop time); None while live or never yet live."""
+        self._outage_told = False
+        """The loss was logged at INFO: its end is too."""
+        self._ever_live = False
 
     async def run(self) -> None:
         """Until cancelled: follow the stream, and after each loss reconnect."""
@@ -88,6 +93,7 @@ class PetWatcher:
             held = self._cache.size[0]
             self._cache.go_live(resumed=first.resumed)  # else every entry is forgotten
             self._log_live(resumed=first.resumed, forgotten=0 if first.resumed else held)
+            self._lost_at, self._outage_told = None, False
             self._failures = 0
             self._unsupported_told = False
             while True:
@@ -117,12 +123,20 @@ class PetWatcher:
 
     def _log_lost(self, **why: str) -> None:
         # A stream that breaks while live is usually the planned connection age-out, resumed a
-        # moment later with the cache intact: routine. A reconnect that fails again is an
-        # outage, said once at INFO; what costs something (the cache emptied) is a WARNING.
+        # moment later with the cache intact: routine, DEBUG. A reconnect that fails too makes
+        # it an outage: its loss is said once at INFO, and its end, with how long it lasted.
+        # What costs something (the cache emptied) is a WARNING.
+        now = asyncio.get_running_loop().time()
+        if self._lost_at is None:
+            self._lost_at = now
         if self._failures == 0:
             log.debug("pet watch lost: reading through until it resumes", extra=why)
-        elif self._failures == 1:
-            log.info("pet watch still down: reading through, reconnecting", extra=why)
+        elif not self._outage_told:
+            self._outage_told = True
+            log.info(
+                "pet watch down: reading every pet through, reconnecting",
+                extra={**why, "down_seconds": round(now - self._lost_at, 2)},
+            )
 
     def _log_live(self, *, resumed: bool, forgotten: int) -> None:
         if forgotten:
@@ -130,10 +144,16 @@ class PetWatcher:
                 "pet cache emptied: the pet watch could not resume where it stopped",
                 extra={"entries": forgotten},
             )
-        elif resumed:
-            log.debug("pet watch resumed: cache kept")
+        down: dict[str, float] = {}
+        if self._lost_at is not None:
+            down["down_seconds"] = round(asyncio.get_running_loop().time() - self._lost_at, 2)
+        if not self._ever_live:
+            self._ever_live = True
+            log.info("pet cache live", extra=down)
+        elif self._outage_told:
+            log.info("pet watch back: cache live again", extra={**down, "resumed": resumed})
         else:
-            log.info("pet cache live")
+            log.debug("pet watch resumed", extra={**down, "resumed": resumed})
 
     def _apply(self, message: pet_service_pb2.WatchPetsResponse) -> None:
         for change in message.changes:

@@ -67,9 +67,13 @@ class _Entry:
 
 
 class KeyedLimiter:
-    """One token bucket per key: `rate.capacity` tokens, refilled at `rate.limit` per `rate.interval_ms`."""
+    """One token bucket per key: `rate.capacity` tokens, refilled at `rate.limit` per
+    `rate.interval_ms`. `name` says which limit it is in the access log of a 429."""
 
-    def __init__(self, rate: Rate, *, max_entries: int = MAX_ENTRIES, clock: Clock = monotonic_ms) -> None:
+    def __init__(
+        self, rate: Rate, *, name: str = "", max_entries: int = MAX_ENTRIES, clock: Clock = monotonic_ms
+    ) -> None:
+        self.name = name
         self._max_entries = max_entries
         self._clock = clock
         self._per_token_ms = rate.interval_ms / rate.limit
@@ -121,7 +125,12 @@ def client_limiter(
     """RATE_LIMIT_PER_SECOND / RATE_LIMIT_BURST; None when the rate is 0 (off)."""
     if per_second <= 0:
         return None
-    return KeyedLimiter(Rate(per_second, SECOND_MS, burst=burst), max_entries=max_entries, clock=clock)
+    return KeyedLimiter(
+        Rate(per_second, SECOND_MS, burst=burst),
+        name="client-per-second",
+        max_entries=max_entries,
+        clock=clock,
+    )
 
 
 def login_limiter(
@@ -130,7 +139,9 @@ def login_limiter(
     """LOGIN_RATE_LIMIT_PER_MINUTE per address, all of it usable at once; None when 0 (off)."""
     if per_minute <= 0:
         return None
-    return KeyedLimiter(Rate(per_minute, MINUTE_MS), max_entries=max_entries, clock=clock)
+    return KeyedLimiter(
+        Rate(per_minute, MINUTE_MS), name="login-per-minute", max_entries=max_entries, clock=clock
+    )
 
 
 def signup_limiter(
@@ -139,7 +150,7 @@ def signup_limiter(
     """SIGNUP_RATE_LIMIT_PER_HOUR per address, all of it usable at once; None when 0 (off)."""
     if per_hour <= 0:
         return None
-    return KeyedLimiter(Rate(per_hour, HOUR_MS), max_entries=max_entries, clock=clock)
+    return KeyedLimiter(Rate(per_hour, HOUR_MS), name="signup-per-hour", max_entries=max_entries, clock=clock)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,8 +194,15 @@ class RateLimits:
         return min(allowances) if allowances else None
 
 
-def too_many(retry_after: int, what: str) -> ApiError:
-    """429 with Retry-After in whole seconds and the ApiResponse error body."""
-    return ApiError(
-        429, f"too many {what}; retry after {retry_after} s", headers={"Retry-After": str(retry_after)}
-    )
+class RateLimited(ApiError):
+    """A 429 of one of the gateway's limits; `limit` (the limiter's name) is logged, not sent."""
+
+    def __init__(self, message: str, *, retry_after: int, limit: str) -> None:
+        super().__init__(429, message, headers={"Retry-After": str(retry_after)})
+        self.limit = limit
+
+
+def too_many(retry_after: int, what: str, *, limit: str) -> RateLimited:
+    """429 with Retry-After in whole seconds and the ApiResponse error body; `limit` names the
+    limit that refused (a KeyedLimiter's name) in the access log."""
+    return RateLimited(f"too many {what}; retry after {retry_after} s", retry_after=retry_after, limit=limit)

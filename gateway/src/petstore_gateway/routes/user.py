@@ -54,7 +54,7 @@ async def create_user(request: web.Request) -> web.Response:
         retry_after = signups.acquire(request_address(request))
         if retry_after is not None:
             request.config_dict[METRICS].limited("signup")
-            raise too_many(retry_after, "sign-ups from this address")
+            raise too_many(retry_after, "sign-ups from this address", limit=signups.name)
     key = idempotency_key(request)
     user, password = await read_body(request, USER, lambda value: user_from_wire(value, for_create=True))
     reply = await call(
@@ -99,7 +99,7 @@ async def login(request: web.Request) -> web.Response:
         retry_after = limits.logins.acquire(request_address(request))
         if retry_after is not None:
             request.config_dict[METRICS].limited("login")
-            raise too_many(retry_after, "login attempts from this address")
+            raise too_many(retry_after, "login attempts from this address", limit=limits.logins.name)
     reply = await call(
         request,
         request.config_dict[CLIENTS].user.Login,
