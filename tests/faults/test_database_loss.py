@@ -478,12 +478,17 @@ async def keyed_writer(
             outcomes.append(outcome)
             if outcome.status == 200:
                 break
-            assert time.monotonic() < deadline, f"{request.name} not 200 within its budget: " + ", ".join(
-                f"{o.status} {o.body.get('message') if isinstance(o.body, dict) else ''}" for o in outcomes[-5:]
-            )
+            assert time.monotonic() < deadline, f"{request.name} not 200 in its budget: {said(outcomes[-5:])}"
             await asyncio.sleep(0.05)
         number += 1
         await asyncio.sleep(pause_seconds)
+
+
+def said(outcomes: list[Outcome]) -> str:
+    """Each answer's status and message, for a failure to read at a glance."""
+    return ", ".join(
+        f"{o.status} {o.body.get('message') if isinstance(o.body, dict) else ''}" for o in outcomes
+    )
 
 
 async def list_all(session: ClientSession, url: str) -> list[Any]:

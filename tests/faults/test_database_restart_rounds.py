@@ -8,9 +8,10 @@ under Idempotency-Keys (each retried until 200). In every round:
 and over the run no key answers 409 more than FREE_WITHIN_SECONDS (plus the crash margin)
 after its attempt died or the database answered again, and every key ends with one pet.
 
-`make test` runs one round (a driver wedge seen about once in 50 rounds, not yet fixed, would
-fail a longer run now and then); `PETSTORE_RESTART_ROUNDS=50` makes it the soak an
-operator asks for (about six seconds a round)."""
+`make test` runs three rounds; `PETSTORE_RESTART_ROUNDS=50` makes it the soak an
+operator asks for (about three seconds a round). Past about 80 rounds on FerretDB v1 on SQLite,
+creates slow down with the pets stored (it scans) until a key cannot finish within the second
+the database stays up each round: that is the test server's cost, not a wedge."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ from tests.faults.test_database_loss import (
 
 pytestmark = pytest.mark.mongo
 
-ROUNDS = int(os.environ.get("PETSTORE_RESTART_ROUNDS", "1"))
+ROUNDS = int(os.environ.get("PETSTORE_RESTART_ROUNDS", "3"))
 WRITERS = 8
 NAMED_WITHIN_SECONDS = 1.25
 READY_AGAIN_SECONDS = 2.0
