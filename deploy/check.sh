@@ -2,12 +2,16 @@
 # Offline checks of the deployment files: Kubernetes manifests, docker-compose.yml, Dockerfiles.
 # Exits non-zero on the first failure; prints what it checked. `make test` runs it.
 #
-#   1. kustomize renders every folder of deploy/k8s/base and the overlays (dev, prod, e2e)
+#   1. kustomize renders every folder of deploy/k8s/base, the overlays (dev, prod, e2e) and the
+#      Ingress examples (the e2e overlay takes components/tls-proxy; components/monitoring and
+#      the own-repo example, whose objects are CRDs or whose base is remote, are rendered by
+#      deploy/deploy_tests)
 #   2. the renders pass `kubernetes-validate --strict` for each version in K8S_VERSIONS
 #   3. docker-compose.yml matches the Compose Specification schema (vendored) and
-#      `docker compose config -q` accepts it with the secrets and the callers' keys set (alone
-#      and with the FerretDB override of deploy/compose), and refuses it without any one of them
-#   4. hadolint on the four Dockerfiles (.hadolint.yaml if present)
+#      `docker compose config -q` accepts it with the secrets and the callers' keys set (alone,
+#      with the FerretDB override of deploy/compose, and with the TLS proxy's override), and
+#      refuses it without any one of them
+#   4. hadolint on the four Dockerfiles and the TLS proxy's (.hadolint.yaml if present)
 #   5. pytest deploy/deploy_tests: policy tests on the rendered manifests, compose file, Dockerfiles
 #
 # Needs: the project's .venv (make install), and either kubectl (for `kubectl kustomize`) or
@@ -34,8 +38,11 @@ K8S_DIRS=(
   deploy/k8s/overlays/dev
   deploy/k8s/overlays/prod
   deploy/k8s/overlays/e2e
+  deploy/k8s/examples/ingress-nginx
+  deploy/k8s/examples/traefik
 )
-DOCKERFILES=(gateway/Dockerfile pet-service/Dockerfile order-service/Dockerfile user-service/Dockerfile)
+DOCKERFILES=(gateway/Dockerfile pet-service/Dockerfile order-service/Dockerfile user-service/Dockerfile
+  deploy/docker/tls-proxy/Dockerfile)
 
 step() { printf '\n==> %s\n' "$*"; }
 ok() { printf '    ok: %s\n' "$*"; }
@@ -115,6 +122,14 @@ env "${UNSET[@]}" "${PLACEHOLDERS[@]}" \
   "${COMPOSE[@]}" --env-file "$OUT/empty.env" -f docker-compose.yml -f deploy/compose/ferretdb.yml config -q ||
   die "\`compose config\` rejects docker-compose.yml with deploy/compose/ferretdb.yml"
 ok "compose config -q with the FerretDB override"
+env "${UNSET[@]}" "${PLACEHOLDERS[@]}" TLS_CERT_DIR="$OUT" \
+  "${COMPOSE[@]}" --env-file "$OUT/empty.env" -f docker-compose.yml -f deploy/compose/tls.yml config -q ||
+  die "\`compose config\` rejects docker-compose.yml with deploy/compose/tls.yml"
+if env "${UNSET[@]}" "${PLACEHOLDERS[@]}" -u TLS_CERT_DIR \
+  "${COMPOSE[@]}" --env-file "$OUT/empty.env" -f docker-compose.yml -f deploy/compose/tls.yml config -q 2>/dev/null; then
+  die "deploy/compose/tls.yml renders without TLS_CERT_DIR: the certificate must be required"
+fi
+ok "compose config -q with the TLS proxy's override (and refused without TLS_CERT_DIR)"
 for missing in "${REQUIRED_VARS[@]}"; do
   given=()
   for placeholder in "${PLACEHOLDERS[@]}"; do

@@ -8,9 +8,13 @@
 #   2. compose    the docker CLI's compose plugin, or Compose built once into .cache/deploy-tools
 #   3. images     the Python base image and MongoDB pulled, or built offline as stand-ins
 #                 (deploy/compose/images.sh), then the four images from their Dockerfiles
-#   4. suite      pytest brings the stack up (two replicas of each gRPC service), waits for
-#                 health, runs the tests through the gateway published on 127.0.0.1, takes
-#                 the stack down
+#   4. tls        the TLS proxy's image (nginx from Debian, deploy/docker/tls-proxy/build.sh)
+#                 and a certificate made for this run (cert.sh); the stack runs behind it
+#                 (deploy/compose/tls.yml): the gateway's own port is published nowhere
+#   5. suite      pytest brings the stack up (two replicas of each gRPC service), waits for
+#                 health, runs the tests through the proxy published on 127.0.0.1:443 (https,
+#                 trusting only this run's certificate), then the proxy's own tests
+#                 (tests/e2e/test_behind_proxy.py), and takes the stack down
 #
 # Under CI=true nothing here may be skipped: a missing engine is installed or the run fails.
 # Prints how long each step took.
@@ -49,9 +53,11 @@ export GRPC_MAX_CONNECTION_AGE_SECONDS="${GRPC_MAX_CONNECTION_AGE_SECONDS:-5}"
 
 STACK_UP=""
 ENGINE_STARTED=0
+TLS_DIR="$(mktemp -d /tmp/petstore-e2e-tls.XXXXXX)"
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
+  rm -rf "$TLS_DIR"
   if [[ -n "$STACK_UP" ]]; then
     # pytest takes its stack down itself; this is for a run cut short before it could.
     "${COMPOSE[@]}" -p "$PROJECT" down -v --remove-orphans >/dev/null 2>&1 || true
@@ -94,6 +100,22 @@ echo "building the four images (log: $LOGS/build.log)"
   die "compose build failed (the whole log: $LOGS/build.log)"
 }
 docker image ls --format '  {{.Repository}}:{{.Tag}} {{.Size}}' 'petstore/*'
+
+step tls
+# The stack behind the TLS proxy: the suite reaches it at https://127.0.0.1 (the certificate
+# names 127.0.0.1 and petstore.test), so public URLs carry no port.
+export TLS_PROXY_IMAGE TLS_CERT_DIR="$TLS_DIR" TLS_PUBLISH="${TLS_PUBLISH:-127.0.0.1:443}"
+TLS_PROXY_IMAGE="$(deploy/docker/tls-proxy/build.sh)"
+deploy/docker/tls-proxy/cert.sh "$TLS_DIR" >/dev/null
+[[ "$TLS_PUBLISH" == 127.* ]] || die "TLS_PUBLISH must be on 127.0.0.0/8: the tests send traffic only there"
+COMPOSE_FILE+=":$ROOT/deploy/compose/tls.yml"
+export PETSTORE_E2E_CA="$TLS_DIR/tls.crt"
+if [[ "${TLS_PUBLISH##*:}" == 443 ]]; then
+  export PETSTORE_E2E_BASE_URL="https://${TLS_PUBLISH%:*}/v2"
+else
+  export PETSTORE_E2E_BASE_URL="https://$TLS_PUBLISH/v2"
+fi
+echo "tls: $TLS_PROXY_IMAGE in front of the gateway, the suite at $PETSTORE_E2E_BASE_URL"
 
 step suite
 STACK_UP=1

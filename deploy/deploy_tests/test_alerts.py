@@ -36,6 +36,6 @@ def test_every_metric_a_rule_reads_is_exported() -> None:
     exported = _exported_metrics()
     assert "petstore_storage_writes_failing" in exported
     for rule in _rules():
-        for name in re.findall(r"\b((?:petstore|grpc_server)_[a-z_]+)\b", str(rule["expr"])):
+        for name in re.findall(r"\b((?:petstore|grpc_server|gateway)_[a-z_]+)\b", str(rule["expr"])):
             base = re.sub(r"_(total|bucket|sum|count)$", "", name)
             assert name in exported or base in exported, (rule["alert"], name)

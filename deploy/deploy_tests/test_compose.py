@@ -9,11 +9,37 @@ import yaml
 from petstore_devstack.ferretdb import VERSION as FERRETDB_VERSION
 from petstore_devstack.releases import DEPLOYABLES
 from petstore_devstack.signing import SIGNER_PROCESSES, TRUSTED_ISSUERS
+from petstore_gateway.settings import GatewaySettings
 
 from .support import REPO, SERVICES, ComposeLoader, Doc
 
 SECRET_VARS = ("PETSTORE_SESSION_SECRET", "PETSTORE_API_KEYS")
 REQUIRED = re.compile(r"^\$\{(?P<name>[A-Z_]+):\?[^}]+\}$")
+FROM_ENV_FILE = re.compile(r"^\$\{(?P<name>[A-Z_]+):-(?P<default>[^}]*)\}$")
+"""`${NAME:-default}`: a setting .env may set, else the default."""
+GATEWAY_TUNABLES = (
+    "LOG_LEVEL",
+    "GRPC_TIMEOUT_SECONDS",
+    "GATEWAY_WORKERS",
+    "CORS_ALLOW_ORIGINS",
+    "RATE_LIMIT_PER_SECOND",
+    "RATE_LIMIT_BURST",
+    "LOGIN_RATE_LIMIT_PER_MINUTE",
+    "SIGNUP_RATE_LIMIT_PER_HOUR",
+    "TRUSTED_PROXIES",
+    "PUBLIC_BASE_URL",
+    "MAX_BODY_BYTES",
+    "BODY_BUFFER_BYTES",
+    "HEADER_TIMEOUT_SECONDS",
+    "BODY_TIMEOUT_SECONDS",
+    "KEEPALIVE_TIMEOUT_SECONDS",
+    "PET_CACHE_MAX_ENTRIES",
+    "PET_CACHE_MAX_BYTES",
+    "PET_WATCH_SILENCE_SECONDS",
+    "PETSTORE_SESSION_SECRETS_PREVIOUS",
+)
+"""The gateway settings a deployer may set in .env (the rest are fixed by the file: ports,
+addresses, GRACE_SECONDS below stop_grace_period)."""
 DATABASES = {
     "pet-service": "petstore_pet",
     "order-service": "petstore_order",
@@ -158,3 +184,37 @@ def test_ferretdb_override_replaces_the_database_only() -> None:
         assert set(override["services"][name]) == {"environment"}, name
         uri = override["services"][name]["environment"]["MONGODB_URI"]
         assert uri == f"mongodb://mongo:27017/{database}", uri  # FerretDB has no replica set
+
+
+def test_the_gateway_takes_every_tunable_setting_from_env_with_its_own_default(compose: Doc) -> None:
+    """Each as ${NAME:-default}, the default what the gateway itself would use: starting the
+    gateway with every default written out changes nothing."""
+    env = compose["services"]["gateway"]["environment"]
+    defaults = {}
+    for name in GATEWAY_TUNABLES:
+        match = FROM_ENV_FILE.match(str(env.get(name)))
+        assert match, f"gateway: {name} must be ${{{name}:-<default>}}, got {env.get(name)!r}"
+        assert match["name"] == name
+        defaults[name] = match["default"]
+    required = {"PETSTORE_SESSION_SECRET": "s" * 32}
+    assert GatewaySettings.from_env({**required, **defaults}) == GatewaySettings.from_env(required)
+
+
+def test_previous_session_secrets_reach_both_processes_that_read_tokens(compose: Doc) -> None:
+    """The gateway verifies sessions and the user service reads them at Logout: both must take
+    the same list, or a rotation logs somebody out (docs/rotating-secrets.md)."""
+    for name in ("gateway", "user-service"):
+        env = compose["services"][name]["environment"]
+        assert env["PETSTORE_SESSION_SECRETS_PREVIOUS"] == "${PETSTORE_SESSION_SECRETS_PREVIOUS:-}", name
+        assert (
+            env["PETSTORE_SESSION_SECRET"]
+            == compose["services"]["gateway"]["environment"]["PETSTORE_SESSION_SECRET"]
+        )
+
+
+def test_env_example_lists_every_setting_compose_reads(compose: Doc) -> None:
+    """A deployer finds in .env.example every variable docker-compose.yml takes from .env."""
+    example = (REPO / ".env.example").read_text()
+    listed = set(re.findall(r"^#? ?([A-Z][A-Z0-9_]+)=", example, re.MULTILINE))
+    used = set(re.findall(r"\$\{([A-Z][A-Z0-9_]+)[:}]", (REPO / "docker-compose.yml").read_text()))
+    assert used - listed == set()

@@ -15,8 +15,12 @@
 #                 temporary directory, its PID recorded
 #   6. apply      deploy/k8s/README.md's blocks as written there (namespace and Secrets, each
 #                 team's folder alone, the rollout check), with deploy/k8s/overlays/e2e (dev +
-#                 the FerretDB stand-in) between the last two; every Deployment Available
-#   7. suite      tests/e2e through `kubectl port-forward` to the gateway on 127.0.0.1, then
+#                 the FerretDB stand-in + the TLS proxy in the gateway's pods, its certificate
+#                 made for this run as the Secret petstore-tls) between the last two; every
+#                 Deployment Available
+#   7. suite      tests/e2e through `kubectl port-forward` to the gateway Service's https port
+#                 on 127.0.0.1:443 (the TLS proxy; the suite trusts only this run's certificate),
+#                 then
 #                 tests/k8s (pet-service rolled back to its previous release and forward
 #                 again under load, three pet pods, Pod Security, policies)
 #   8. roll       deploy/k8s/README.md's roll block as written: pet-service forward (no-op) and
@@ -44,7 +48,9 @@ source "$ROOT/deploy/host-state.sh"
 
 [[ "$(id -u)" == 0 ]] || die "k3s runs as root here (it manages mounts, links and iptables)"
 NAMESPACE=petstore
-GATEWAY_LOCAL="${GATEWAY_LOCAL:-127.0.0.1:18081}"
+# 443: the proxy names the public host without a port (Host $host), so the suite must reach it
+# on the default port for the image URLs it is handed to lead back to it.
+GATEWAY_LOCAL="${GATEWAY_LOCAL:-127.0.0.1:443}"
 [[ "$GATEWAY_LOCAL" == 127.* ]] || die "GATEWAY_LOCAL must be on 127.0.0.0/8: the tests send traffic only there"
 
 readme_block() { # name: the ```sh block after "<!-- e2e-k8s: name -->" in deploy/k8s/README.md
@@ -116,7 +122,7 @@ mkdir -p "$LOGS" "$IMAGE_TARS"
 # The pet team's previous release (deploy/releases.toml), which tests/k8s/test_redeploy.py rolls
 # back to and forward from under load, then the working tree's four (its tag <version> last,
 # so it names the working tree's build when the two versions are the same).
-ours=("$FERRETDB_IMAGE")
+ours=("$FERRETDB_IMAGE" "$(deploy/docker/tls-proxy/build.sh)")
 {
   PY="$VENV/bin/python" PREVIOUS=1 deploy/images.sh pet-service
   PY="$VENV/bin/python" deploy/images.sh
@@ -124,7 +130,7 @@ ours=("$FERRETDB_IMAGE")
   tail -n 40 "$LOGS/build.log" >&2
   die "building the images failed (the whole log: $LOGS/build.log)"
 }
-mapfile -t -O 1 ours <"$LOGS/images.txt"
+mapfile -t -O 2 ours <"$LOGS/images.txt"
 docker save -o "$IMAGE_TARS/petstore.tar" "${ours[@]}"
 echo "images: ${ours[*]} ($(du -h "$IMAGE_TARS/petstore.tar" | cut -f1))"
 if [[ "$ENGINE_STARTED" == 1 ]]; then
@@ -142,6 +148,9 @@ step apply
 # e2e overlay (the dev overlay with the FerretDB stand-in for the database).
 run_readme_block secrets
 run_readme_block apply
+# The TLS proxy's certificate, made for this run (deploy/k8s/components/tls-proxy reads it).
+deploy/docker/tls-proxy/cert.sh "$RUN/tls" petstore.test "gateway.$NAMESPACE.svc" >/dev/null
+kubectl -n "$NAMESPACE" create secret tls petstore-tls --cert="$RUN/tls/tls.crt" --key="$RUN/tls/tls.key"
 kubectl apply -k deploy/k8s/overlays/e2e
 kubectl -n "$NAMESPACE" rollout status statefulset/mongodb --timeout=180s
 run_readme_block check
@@ -150,14 +159,18 @@ kubectl -n kube-system wait --for=condition=Available deployment/coredns --timeo
 kubectl -n "$NAMESPACE" get pods -o wide
 
 step suite
-kubectl -n "$NAMESPACE" port-forward --address 127.0.0.1 svc/gateway "${GATEWAY_LOCAL##*:}:8080" >"$RUN/port-forward.log" 2>&1 &
+kubectl -n "$NAMESPACE" port-forward --address 127.0.0.1 svc/gateway "${GATEWAY_LOCAL##*:}:443" >"$RUN/port-forward.log" 2>&1 &
 FORWARD_PID=$!
+public="${GATEWAY_LOCAL%:443}"
 for _ in $(seq 1 30); do
-  curl -sf "http://$GATEWAY_LOCAL/readyz" >/dev/null && break
+  curl -sf --cacert "$RUN/tls/tls.crt" "https://$public/readyz" >/dev/null && break
   sleep 1
 done
-export PETSTORE_E2E_MODE=k8s PETSTORE_E2E_BASE_URL="http://$GATEWAY_LOCAL/v2" PETSTORE_K8S_NAMESPACE="$NAMESPACE"
-"$VENV/bin/python" -m pytest -p no:cacheprovider tests/e2e tests/k8s
+export PETSTORE_E2E_MODE=k8s PETSTORE_E2E_BASE_URL="https://$public/v2" PETSTORE_K8S_NAMESPACE="$NAMESPACE"
+export PETSTORE_E2E_CA="$RUN/tls/tls.crt"
+"$VENV/bin/python" -m pytest -p no:cacheprovider tests/e2e tests/k8s --ignore=tests/k8s/test_behind_proxy.py
+# Last and alone: it replaces the gateway's pod, which ends the port-forward the suite uses.
+"$VENV/bin/python" -m pytest -p no:cacheprovider tests/k8s/test_behind_proxy.py
 
 step roll
 # The README's roll-forward-and-back block, after tests/k8s/test_redeploy.py left pet-service

@@ -10,6 +10,9 @@ Three modes, chosen by PETSTORE_E2E_MODE:
 - `k8s` (`make e2e-k8s`): a gateway already running in a Kubernetes cluster, reached at
   PETSTORE_E2E_BASE_URL (a `kubectl port-forward` on 127.0.0.1), its static key the first of
   PETSTORE_API_KEYS; services stopped and started with kubectl in PETSTORE_K8S_NAMESPACE.
+Both container modes may put the stack behind its TLS proxy: PETSTORE_E2E_BASE_URL is then
+https and PETSTORE_E2E_CA the run's certificate (tests/e2e/tls.py); `make e2e-compose` and
+`make e2e-k8s` do, and tests/e2e/test_behind_proxy.py runs only then.
 The same tests run in all; `control` stops and starts one service in either.
 
 Version skew (`make e2e-skew`): in process mode, PETSTORE_E2E_PREVIOUS names one deployable
@@ -29,6 +32,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from aiohttp import ClientSession, ClientTimeout
@@ -38,6 +42,7 @@ from petstore_common.caller_keys import generate
 from petstore_devstack.releases import DEPLOYABLES, Deployable, export, previous_release
 from petstore_devstack.signing import sends_unsigned_calls
 from petstore_devstack.stack import Stack
+from tests.e2e import tls
 from tests.e2e.callers import Cast, make_cast
 from tests.e2e.client import Api
 from tests.e2e.control import (
@@ -66,6 +71,12 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             f"PETSTORE_E2E_PREVIOUS={PREVIOUS!r}: one of {', '.join(DEPLOYABLES)}, in process mode"
         )
+    if tls.CA_FILE:
+        # The clients the suite does not build itself (urllib in petstore_devstack.demo, requests
+        # under schemathesis) trust the run's certificate too, and only it: they reach only the
+        # stack on 127.0.0.0/8.
+        os.environ["SSL_CERT_FILE"] = tls.CA_FILE
+        os.environ["REQUESTS_CA_BUNDLE"] = tls.CA_FILE
 
 
 def runs_before(name: str, version: str) -> bool:
@@ -194,8 +205,13 @@ def compose_control(
         os.environ.setdefault(name, value)
     request.getfixturevalue("docker_services")  # builds, starts and, at the end, removes the stack
     host, port = os.environ["GATEWAY_PUBLISH"].rsplit(":", 1)
-    assert host.startswith("127."), "the tests send traffic only to 127.0.0.0/8"
-    return ComposeControl(f"http://{host}:{port}/v2", docker_compose_project_name)
+    # Behind the TLS proxy (deploy/compose/tls.yml) the suite goes through it: the gateway's
+    # own port is then published nowhere.
+    base_url = os.environ.get("PETSTORE_E2E_BASE_URL", "") or f"http://{host}:{port}/v2"
+    assert (urlsplit(base_url).hostname or "").startswith("127."), (
+        "the tests send traffic only to 127.0.0.0/8"
+    )
+    return ComposeControl(base_url, docker_compose_project_name)
 
 
 # --- k8s mode: a gateway already running in a cluster (deploy/k8s/e2e.sh starts it) ----------
@@ -226,7 +242,8 @@ def base_url(control: StackControl) -> str:
 async def api(base_url: str) -> AsyncIterator[Api]:
     in_containers = E2E_MODE in ("compose", "k8s")
     api_key = os.environ.get("PETSTORE_API_KEYS", STATIC_KEY).split(",")[0] if in_containers else STATIC_KEY
-    async with ClientSession(timeout=ClientTimeout(total=15)) as session:
+    connector = tls.connector()  # the run's certificate when behind the proxy
+    async with ClientSession(timeout=ClientTimeout(total=15), connector=connector) as session:
         yield Api(session, base_url, api_key)
 
 

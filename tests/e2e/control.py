@@ -157,9 +157,9 @@ def wait_until_ready(
     headers: dict[str, str] | None = None,
     ready: Callable[[int], bool] = lambda status: status == 200,
 ) -> None:
-    """Return once `url` (http, on 127.0.0.0/8) answers a status `ready` accepts (a GET, or a
+    """Return once `url` (http or https, on 127.0.0.0/8) answers a status `ready` accepts (a GET, or a
     POST of `body`)."""
-    assert url.startswith("http://127."), url
+    assert url.startswith(("http://127.", "https://127.")), url
     import urllib.error
     import urllib.request
 

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from yarl import URL
 
+from tests.e2e import tls
 from tests.e2e.client import JSON, XML, Api, Reply
 
 MAX_SECONDS = 5.0
@@ -777,18 +778,15 @@ class RawReply:
 
 
 async def raw(base_url: str, request: bytes) -> tuple[RawReply, float]:
-    url = URL(base_url)
-    assert url.host is not None
-    assert url.port is not None
     started = time.monotonic()
-    reader, writer = await asyncio.open_connection(url.host, url.port)
+    reader, writer = await tls.open_connection(base_url)  # TLS when the run is behind the proxy
     try:
         writer.write(request)
         await writer.drain()
         async with asyncio.timeout(MAX_SECONDS * 3):
             answer = await reader.read()
     finally:
-        writer.close()
+        await tls.close(writer)
     elapsed = time.monotonic() - started
     head, _, body = answer.partition(b"\r\n\r\n")
     status_line, *lines = head.decode("latin-1").split("\r\n")
@@ -854,6 +852,15 @@ async def test_unparseable_or_oversized_heads_are_a_short_error_body(
         api.base_url, request_bytes(f"{URL(api.base_url).path}/store/inventory", request_head)
     )
     assert elapsed < MAX_SECONDS
+    if name == "bare-lf" and tls.BEHIND_PROXY:
+        # nginx ends a header line at a bare LF (RFC 9112 lets a recipient): the gateway gets two
+        # plain request headers, and nothing reaches the response.
+        assert (reply.status, "set-cookie" in reply.headers, reply.headers.get("x-request-id")) == (
+            200,
+            False,
+            "abc",
+        )
+        return
     expected = 431 if name in ("header-100kb", "200-headers") else 400
     assert reply.status == expected, (name, reply.body[:300])
     assert "set-cookie" not in reply.headers

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import IO
 
 import pytest
-from aiohttp import ClientSession, ClientTimeout, TCPConnector
+from aiohttp import ClientSession, ClientTimeout
 
 from petstore_devstack.ferretdb import launch_ferretdb
 from petstore_devstack.ports import free_port, wait_for_port
 from petstore_devstack.stack import Stack
+from tests.e2e import tls
 
 collect_ignore = [] if os.environ.get("PETSTORE_E2E_MODE") == "compose" else ["containers"]
 
@@ -66,7 +67,7 @@ def log_dir(tmp_path: Path) -> Path:
 async def session() -> AsyncIterator[ClientSession]:
     # A new connection per request: a keep-alive connection closing between requests would
     # be a client-side race, not a fault of the server under test.
-    connector = TCPConnector(force_close=True)
+    connector = tls.connector(force_close=True)  # the run's TLS proxy, if any
     async with ClientSession(connector=connector, timeout=ClientTimeout(total=10)) as session:
         yield session
 

@@ -15,6 +15,7 @@ from typing import Any
 from aiohttp import ClientSession, ClientTimeout
 
 from petstore_devstack.releases import DEPLOYABLES, current_version
+from tests.e2e import tls
 
 NAMESPACE = os.environ.get("PETSTORE_K8S_NAMESPACE", "petstore")
 PET_IMAGE = f"petstore/pet-service:{current_version(DEPLOYABLES['pet-service'])}"
@@ -93,7 +94,8 @@ async def bounded_load(
     """GET /pet/findByTags (the gateway calls pet-service every time) from a few workers
     until `stop` is set or max_requests were sent; every answer but a 200 is recorded as a failure."""
     result = LoadResult()
-    async with ClientSession(timeout=ClientTimeout(total=10)) as session:
+    connector = tls.connector()  # through the TLS proxy: the run's certificate
+    async with ClientSession(timeout=ClientTimeout(total=10), connector=connector) as session:
 
         async def worker() -> None:
             while not stop.is_set() and result.sent < max_requests:

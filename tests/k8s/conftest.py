@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import ClientSession, ClientTimeout
 
+from tests.e2e import tls
 from tests.e2e.client import JSON, Api
 from tests.e2e.test_pets import a_pet
 
@@ -18,7 +19,7 @@ from tests.e2e.test_pets import a_pet
 @pytest.fixture(scope="session")
 def base_url() -> str:
     url = os.environ.get("PETSTORE_E2E_BASE_URL", "")
-    assert url.startswith("http://127."), "the tests send traffic only to 127.0.0.0/8"
+    assert url.startswith(("http://127.", "https://127.")), "the tests send traffic only to 127.0.0.0/8"
     return url
 
 
@@ -29,7 +30,8 @@ def api_key() -> str:
 
 @pytest.fixture
 async def api(base_url: str, api_key: str) -> AsyncIterator[Api]:
-    async with ClientSession(timeout=ClientTimeout(total=15)) as session:
+    connector = tls.connector()  # through the TLS proxy: the run's certificate
+    async with ClientSession(timeout=ClientTimeout(total=15), connector=connector) as session:
         yield Api(session, base_url, api_key)
 
 
