@@ -15,7 +15,7 @@ from prometheus_client import generate_latest
 
 from petstore_gateway.app import create_app
 from petstore_gateway.keys import METRICS
-from petstore_gateway.middlewares import CLIENT_CLOSED_REQUEST
+from petstore_gateway.refusal_log import CLIENT_CLOSED_REQUEST
 from petstore_gateway.settings import GatewaySettings
 
 from .backend import Backend

@@ -24,7 +24,7 @@ from petstore_gateway.metrics import route_template
 from petstore_gateway.negotiation import JSON_RESPONSE, choose_response_type, not_acceptable
 from petstore_gateway.operations import Access, in_api, operation_of
 from petstore_gateway.ratelimit import RateLimited, too_many
-from petstore_gateway.refusal_log import REFUSAL, Refusal, refusal_fields
+from petstore_gateway.refusal_log import CLIENT_CLOSED_REQUEST, REFUSAL, Refusal, refusal_fields
 
 REQUEST_ID_HEADER = "X-Request-ID"
 
@@ -33,9 +33,6 @@ probe_log = RequestLog("petstore_gateway.access", "request", level=logging.DEBUG
 """A probe answered 2xx: asked every few seconds by an orchestrator, news to nobody."""
 log = logging.getLogger(__name__)
 
-CLIENT_CLOSED_REQUEST = 499
-"""The status logged and counted when the client went away before its answer (nginx's code):
-nobody receives it, and it is no server error."""
 
 PROBES = frozenset({"/livez", "/readyz"})
 # Probes are never rate limited: an orchestrator must always be able to ask.

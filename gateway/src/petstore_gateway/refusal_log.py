@@ -13,8 +13,11 @@ from aiohttp import web
 from petstore.auth.v1 import caller_pb2
 from petstore_gateway.keys import PRINCIPAL
 
+CLIENT_CLOSED_REQUEST = 499
+"""The status logged and counted when the client went away before its answer (nginx's code):
+nobody receives it, and it is no server error."""
 CLIENT_GONE_REASON = "the client closed its connection before the answer"
-"""The reason of a 499: nobody was told anything."""
+"""The reason logged for CLIENT_CLOSED_REQUEST: nobody was told anything."""
 
 _CALLER_KINDS = {
     caller_pb2.CALLER_KIND_STAFF: "staff",
@@ -46,7 +49,7 @@ def refusal_fields(request: web.Request, status: int, client: str) -> dict[str, 
     """The fields a refused request's access line adds: reason, [limit,] client, caller."""
     refusal = request.get(REFUSAL)
     if refusal is None:  # no error body was made: the client left, or an answer not of ours
-        reason = CLIENT_GONE_REASON if status == 499 else _phrase(status)
+        reason = CLIENT_GONE_REASON if status == CLIENT_CLOSED_REQUEST else _phrase(status)
         refusal = Refusal(reason)
     fields = {"reason": refusal.reason}
     if refusal.limit is not None:
