@@ -17,7 +17,11 @@ from typing import IO
 import pytest
 from aiohttp import ClientSession, ClientTimeout
 
-from petstore_devstack.ferretdb import launch_ferretdb
+from petstore_devstack.ferretdb import (
+    launch_ferretdb,
+    launch_ferretdb_on_sqlite,
+    postgresql_for_ferretdb,
+)
 from petstore_devstack.ports import free_port, wait_for_port
 from petstore_devstack.stack import Stack
 from tests.e2e import tls
@@ -74,15 +78,21 @@ async def session() -> AsyncIterator[ClientSession]:
 
 @dataclass
 class Database:
-    """This test's own FerretDB, on a fixed port and data folder so it can come back as it was."""
+    """This test's own FerretDB, on a fixed port and the run's PostgreSQL, so it can come back
+    as it was (each test's stack has databases of its own: `database_prefix`)."""
 
-    data_dir: Path
+    postgresql_url: str
     port: int
     log: IO[bytes]
     process: subprocess.Popen[bytes] | None = None
+    sqlite_dir: Path | None = None
+    """Set: FerretDB on SQLite files there instead (the full-disk test: launch_ferretdb_on_sqlite)."""
 
     def start(self) -> None:
-        self.process = launch_ferretdb(self.data_dir, self.port, self.log)
+        if self.sqlite_dir is not None:
+            self.process = launch_ferretdb_on_sqlite(self.sqlite_dir, self.port, self.log)
+        else:
+            self.process = launch_ferretdb(self.postgresql_url, self.port, self.log)
         wait_for_port(self.port, timeout=30)
 
     def kill(self) -> None:
@@ -106,10 +116,13 @@ class Database:
 
 
 @contextmanager
-def running_database(data_dir: Path, log_path: Path) -> Iterator[Database]:
-    """A FerretDB of the test's own on `data_dir`, killed at the end."""
+def running_database(
+    postgresql_url: str, log_path: Path, *, sqlite_dir: Path | None = None
+) -> Iterator[Database]:
+    """A FerretDB of the test's own on `postgresql_url` (or SQLite in `sqlite_dir`), killed at
+    the end."""
     with log_path.open("wb") as log:
-        database = Database(data_dir, free_port(), log)
+        database = Database(postgresql_url, free_port(), log, sqlite_dir=sqlite_dir)
         database.start()
         try:
             yield database
@@ -117,7 +130,14 @@ def running_database(data_dir: Path, log_path: Path) -> Iterator[Database]:
             database.kill()
 
 
+@pytest.fixture(scope="session")
+def postgresql_url() -> Iterator[str]:
+    """The run's PostgreSQL under the fault tests' FerretDBs (one of its own when run alone)."""
+    with postgresql_for_ferretdb() as url:
+        yield url
+
+
 @pytest.fixture
-def database(tmp_path: Path) -> Iterator[Database]:
-    with running_database(tmp_path / "data", tmp_path / "ferretdb.log") as database:
+def database(postgresql_url: str, tmp_path: Path) -> Iterator[Database]:
+    with running_database(postgresql_url, tmp_path / "ferretdb.log") as database:
         yield database

@@ -1,7 +1,8 @@
 """The database's disk fills up: it still answers, reads still work, and every write is refused.
 The services stay ready for reads, answer writes 503 quickly, say why once in their log, and
 `/readyz` names the service whose writes fail; once space is freed the next write goes through
-and the outage is over. The disk is a small tmpfs of this test's own under its FerretDB."""
+and the outage is over. The disk is a small tmpfs of this test's own under its FerretDB, which
+runs on SQLite here (launch_ferretdb_on_sqlite says why)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.fixture
 def database(small_disk: Path, tmp_path: Path) -> Iterator[Database]:
-    with running_database(small_disk / "data", tmp_path / "ferretdb.log") as database:
+    log = tmp_path / "ferretdb.log"
+    with running_database("", log, sqlite_dir=small_disk / "data") as database:
         yield database
 
 

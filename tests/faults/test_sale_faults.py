@@ -179,15 +179,16 @@ class Chaos:
             self.stack.signal(target, signal.SIGCONT)
 
 
-async def settled_state(database: Database, pet_ids: list[int]) -> tuple[Snapshot, list[str], float]:
+async def settled_state(
+    stack: Stack, database: Database, pet_ids: list[int]
+) -> tuple[Snapshot, list[str], float]:
     """The state once the invariants hold, or the last one read when the bound ran out."""
     client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(database.uri, tz_aware=True)
     started = time.monotonic()
     try:
-        names = await client.list_database_names()
-        pet_db = next(name for name in names if name.endswith("_pet"))
-        order_db = next(name for name in names if name.endswith("_order"))
-        pets, orders = MongoPetStore(client[pet_db]), MongoOrderStore(client[order_db])
+        # This stack's databases: the server holds other tests' too (one PostgreSQL per run).
+        pets = MongoPetStore(client[stack.database_name("pet")])
+        orders = MongoOrderStore(client[stack.database_name("order")])
         while True:
             state = await snapshot(pets, orders, pet_ids)
             found = violations(state)
@@ -221,7 +222,7 @@ async def test_a_pet_is_sold_once_through_kills_and_freezes(
         faults_over = time.monotonic()
         await asyncio.gather(*clients)
         checked = time.monotonic()
-        state, found, waited = await settled_state(database, pet_ids)
+        state, found, waited = await settled_state(stack, database, pet_ids)
         after = waited + (checked - faults_over)
         print(f"faults {dict(chaos.done)}; answers {dict(ledger.answers)}")
         print(f"orders placed {len(ledger.placed)}, cancelled {len(ledger.cancelled)}")

@@ -430,7 +430,7 @@ def _database(options: Options, info: dict[str, Any]) -> Iterator[tuple[str, dic
         info["store"] = "MongoDB at MONGODB_URI"
         yield given, {}
         return
-    info["store"] = "FerretDB (SQLite) started for the run"
+    info["store"] = "FerretDB (PostgreSQL) started for the run"
     with running_ferretdb() as uri:
         pids = procmem.children_named("ferretdb")
         yield uri, ({"ferretdb": pids[0]} if len(pids) == 1 else {})

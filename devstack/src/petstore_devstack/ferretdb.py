@@ -1,4 +1,4 @@
-"""FerretDB v1, a MongoDB-wire server on SQLite, built from the Go module proxy for tests.
+"""FerretDB v1 on PostgreSQL, the MongoDB-wire server for tests, built from the Go module proxy.
 
 `go install github.com/FerretDB/FerretDB/cmd/ferretdb@v1.24.2` is refused by the module
 proxy's deprecation look-up on this kind of machine, and a plain build of the module panics
@@ -16,15 +16,19 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO
 
 from petstore_devstack.ports import free_port, wait_for_port
+from petstore_devstack.postgres import ensure_postgres, running_postgres
 
 VERSION = "v1.24.2"
 MODULE = "github.com/FerretDB/FerretDB"
 REPO_ROOT = Path(__file__).resolve().parents[3]
+POSTGRESQL_URL_VARIABLE = "PETSTORE_POSTGRESQL_URL"
+"""Set by `with` for the command it runs: tests that start FerretDBs of their own (the fault
+tests) put them on the run's PostgreSQL instead of starting another."""
 CACHE_DIR = Path(os.environ.get("PETSTORE_CACHE_DIR", REPO_ROOT / ".cache"))
 
 
@@ -72,16 +76,26 @@ def ensure_ferretdb() -> Path:
     return binary
 
 
-def launch_ferretdb(data_dir: Path, port: int, log_file: IO[bytes]) -> subprocess.Popen[bytes]:
-    """Start FerretDB on loopback `port`, storing its SQLite files in `data_dir`; returns at
-    once (wait_for_port tells when it accepts connections). The fault tests kill and relaunch
-    it on the same port and data."""
+def launch_ferretdb(postgresql_url: str, port: int, log_file: IO[bytes]) -> subprocess.Popen[bytes]:
+    """Start FerretDB on loopback `port`, storing its data in the PostgreSQL database at
+    `postgresql_url`; returns at once (wait_for_port tells when it accepts connections). The
+    fault tests kill and relaunch it on the same port and database."""
+    return _launch(["--handler=postgresql", f"--postgresql-url={postgresql_url}"], port, log_file)
+
+
+def launch_ferretdb_on_sqlite(data_dir: Path, port: int, log_file: IO[bytes]) -> subprocess.Popen[bytes]:
+    """FerretDB on SQLite files in `data_dir`. Only the full-disk fault test uses it: SQLite on
+    a full disk refuses writes and still serves reads, while PostgreSQL stops (a WAL write that
+    fails is a PANIC), which would test PostgreSQL rather than our services."""
     data_dir.mkdir(parents=True, exist_ok=True)
+    return _launch(["--handler=sqlite", f"--sqlite-url=file:{data_dir}/"], port, log_file)
+
+
+def _launch(backend: list[str], port: int, log_file: IO[bytes]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [
             str(ensure_ferretdb()),
-            "--handler=sqlite",
-            f"--sqlite-url=file:{data_dir}/",
+            *backend,
             f"--listen-addr=127.0.0.1:{port}",
             "--debug-addr=-",
             "--telemetry=disable",
@@ -93,13 +107,27 @@ def launch_ferretdb(data_dir: Path, port: int, log_file: IO[bytes]) -> subproces
 
 
 @contextmanager
-def running_ferretdb(data_dir: Path | None = None, port: int | None = None) -> Iterator[str]:
-    """Start FerretDB on a loopback port; yields its MongoDB URI; stops it on exit."""
+def postgresql_for_ferretdb() -> Iterator[str]:
+    """The run's PostgreSQL (POSTGRESQL_URL, set by `with`), or a cluster of its own."""
+    given = os.environ.get(POSTGRESQL_URL_VARIABLE)
+    if given:
+        yield given
+        return
+    with running_postgres() as url:
+        yield url
+
+
+@contextmanager
+def running_ferretdb(postgresql_url: str | None = None, port: int | None = None) -> Iterator[str]:
+    """Start FerretDB on a loopback port, on `postgresql_url` or a PostgreSQL of its own; yields
+    its MongoDB URI; stops both on exit."""
     port = port or free_port()
-    with tempfile.TemporaryDirectory(prefix="ferretdb-") as tmp:
+    with ExitStack() as stack:
+        url = postgresql_url or stack.enter_context(postgresql_for_ferretdb())
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="ferretdb-"))
         log_path = Path(tmp) / "ferretdb.log"
         with log_path.open("wb") as log_file:
-            process = launch_ferretdb(data_dir or Path(tmp), port, log_file)
+            process = launch_ferretdb(url, port, log_file)
         try:
             try:
                 wait_for_port(port, timeout=30)
@@ -127,15 +155,17 @@ def main() -> int:
     args = parser.parse_args()
     if args.command == "install":
         print(ensure_ferretdb())
+        print(ensure_postgres())
         return 0
     argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     if not argv:
         parser.error("with: give the command to run")
     if os.environ.get("MONGODB_URI"):
         return subprocess.call(argv)
-    with running_ferretdb() as uri:
-        print(f"FerretDB {VERSION} serving at {uri}", file=sys.stderr)
-        return subprocess.call(argv, env={**os.environ, "MONGODB_URI": uri})
+    with running_postgres() as postgresql_url, running_ferretdb(postgresql_url) as uri:
+        print(f"FerretDB {VERSION} on PostgreSQL serving at {uri}", file=sys.stderr)
+        env = {**os.environ, "MONGODB_URI": uri, POSTGRESQL_URL_VARIABLE: postgresql_url}
+        return subprocess.call(argv, env=env)
 
 
 if __name__ == "__main__":

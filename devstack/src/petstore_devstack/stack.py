@@ -110,7 +110,7 @@ class Stack:
                 **common,
                 "GRPC_LISTEN_ADDR": f"127.0.0.1:{ports[name]}",
                 "MONGODB_URI": self.mongodb_uri,
-                "MONGODB_DATABASE": f"{self.database_prefix}_{name}",
+                "MONGODB_DATABASE": self.database_name(name),
                 "METRICS_PORT": str(metrics_ports[name]),
                 **caller_env(name, self.caller_keys),
             }
@@ -137,6 +137,10 @@ class Stack:
             },
             self.gateway_port,
         )
+
+    def database_name(self, service: str) -> str:
+        """The database `service` stores its data in (on a MongoDB at mongodb_uri)."""
+        return f"{self.database_prefix}_{service}"
 
     def accept_unsigned_calls(self) -> None:
         """The services accept a call without a caller token (a token present must still be

@@ -365,11 +365,19 @@ class MongoUserStore:
         return AlreadyExists(username_taken(user.username))
 
 
+FERRETDB_UNIQUE_VIOLATIONS = (
+    "UNIQUE constraint failed",  # its SQLite backend
+    "(SQLSTATE 23505)",  # its PostgreSQL backend: unique_violation
+)
+
+
 def _violates_unique_index(exc: OperationFailure) -> bool:
     """MongoDB reports a unique index violation as DuplicateKeyError (E11000); FerretDB v1 does
-    so for inserts only, and fails an update with InternalError "UNIQUE constraint failed"
-    (from SQLite), leaving the document unchanged."""
-    return isinstance(exc, DuplicateKeyError) or (exc.code == 1 and "UNIQUE constraint failed" in str(exc))
+    so for inserts only, and fails an update with InternalError carrying its backend's words
+    (FERRETDB_UNIQUE_VIOLATIONS), leaving the document unchanged."""
+    if isinstance(exc, DuplicateKeyError):
+        return True
+    return exc.code == 1 and any(words in str(exc) for words in FERRETDB_UNIQUE_VIOLATIONS)
 
 
 def _source_id(user_id: int, source: str) -> str:
