@@ -109,27 +109,31 @@ ferretdb: install
 	$(PY) -m petstore_devstack.ferretdb install
 
 # The MongoDB-backed tests need MONGODB_URI: given, or FerretDB started for the run.
-# One pytest run over every test folder (pyproject.toml's testpaths) but deploy/deploy_tests,
-# which deploy/check.sh runs (`make deploy-check`) with the kustomize and compose it provides.
-# The e2e suite runs on FerretDB; the parts whose storage differs most between the stores (order
-# lists, images) run end to end on the embedded store too (MONGODB_URI empty), in a run of their
-# own; both runs go, then the failed ones are named.
+# One pytest run per test folder (tests/ split into e2e, faults, clients and its own files),
+# each one's time printed as it ends and in a table at the end (petstore_devstack.test_runs);
+# deploy/deploy_tests runs in deploy/check.sh (`make deploy-check`) with the kustomize and
+# compose it provides. The e2e suite runs on FerretDB; the parts whose storage differs most
+# between the stores (order lists, images) run end to end on the embedded store too
+# (MONGODB_URI empty). Every run goes, then the failed ones are named.
 TEST_DIRS := $(filter-out deploy/deploy_tests,$(TEST_PACKAGES)) tests
 EMBEDDED_E2E := tests/e2e/test_order_lists.py tests/e2e/test_pet_images.py
 unit: ferretdb
 	$(PY) -m petstore_devstack.ferretdb with -- bash -c 'failed=""; \
-	  echo "== pytest $(TEST_DIRS)"; \
-	  $(PY) -m pytest -p no:cacheprovider $(TEST_DIRS) || failed="$$failed unit"; \
-	  echo "== pytest $(EMBEDDED_E2E) on the embedded store"; \
-	  MONGODB_URI= $(PY) -m pytest -p no:cacheprovider $(EMBEDDED_E2E) || failed="$$failed embedded-e2e"; \
+	  $(PY) -m petstore_devstack.test_runs $(TEST_DIRS) || failed="$$failed unit"; \
+	  echo "== on the embedded store"; \
+	  $(PY) -m petstore_devstack.test_runs --env MONGODB_URI= $(EMBEDDED_E2E) || failed="$$failed embedded-e2e"; \
 	  if [ -n "$$failed" ]; then echo "pytest failed in:$$failed"; exit 1; fi'
 
 # Version skew: the e2e suite once per deployable, that one at its previous release
 # (deploy/releases.toml, petstore_devstack.releases) and the others from the working tree,
-# processes on FerretDB; every run goes, then the failed ones are named.
+# processes on FerretDB; every run goes, then the failed ones are named. FerretDB on SQLite
+# here: the 1.0.0 user service reads a unique-index violation on update only in SQLite's words
+# (FerretDB reports it as an InternalError with its backend's text), so on PostgreSQL its
+# rename onto a taken name is a 503 (it is a 409 on MongoDB and on SQLite). Back to PostgreSQL
+# once every previous release is 1.1.0 or later.
 e2e-skew: ferretdb
 	$(PY) -m petstore_devstack.releases check
-	$(PY) -m petstore_devstack.ferretdb with -- bash -c 'failed=""; \
+	$(PY) -m petstore_devstack.ferretdb with --sqlite -- bash -c 'failed=""; \
 	  for deployable in $$($(PY) -m petstore_devstack.releases names); do \
 	    echo "== tests/e2e with $$deployable at its previous release"; start=$$SECONDS; \
 	    PETSTORE_E2E_PREVIOUS=$$deployable $(PY) -m pytest -p no:cacheprovider tests/e2e \

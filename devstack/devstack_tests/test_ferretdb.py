@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 
 import pytest
 from pymongo import MongoClient
@@ -44,3 +45,14 @@ def test_running_postgres_serves_on_loopback_and_is_gone_after() -> None:
         assert url.startswith("postgres://postgres@127.0.0.1:")
         assert ready(url)
     assert not ready(url)
+
+
+def test_install_prints_the_binarys_path_alone() -> None:
+    # deploy/compose/images.sh copies what it prints into an image: one path, nothing else.
+    shown = subprocess.run(
+        [sys.executable, "-m", "petstore_devstack.ferretdb", "install"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert shown == f"{binary_path()}\n"

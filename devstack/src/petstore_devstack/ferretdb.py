@@ -118,16 +118,22 @@ def postgresql_for_ferretdb() -> Iterator[str]:
 
 
 @contextmanager
-def running_ferretdb(postgresql_url: str | None = None, port: int | None = None) -> Iterator[str]:
-    """Start FerretDB on a loopback port, on `postgresql_url` or a PostgreSQL of its own; yields
-    its MongoDB URI; stops both on exit."""
+def running_ferretdb(
+    postgresql_url: str | None = None, port: int | None = None, *, sqlite: bool = False
+) -> Iterator[str]:
+    """Start FerretDB on a loopback port, on `postgresql_url` or a PostgreSQL of its own (or, with
+    `sqlite`, on SQLite files of its own); yields its MongoDB URI; stops it all on exit."""
     port = port or free_port()
     with ExitStack() as stack:
-        url = postgresql_url or stack.enter_context(postgresql_for_ferretdb())
-        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="ferretdb-"))
-        log_path = Path(tmp) / "ferretdb.log"
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ferretdb-")))
+        if not sqlite:
+            postgresql_url = postgresql_url or stack.enter_context(postgresql_for_ferretdb())
+        log_path = tmp / "ferretdb.log"
         with log_path.open("wb") as log_file:
-            process = launch_ferretdb(url, port, log_file)
+            if postgresql_url is None:
+                process = launch_ferretdb_on_sqlite(tmp / "data", port, log_file)
+            else:
+                process = launch_ferretdb(postgresql_url, port, log_file)
         try:
             try:
                 wait_for_port(port, timeout=30)
@@ -147,21 +153,35 @@ def running_ferretdb(postgresql_url: str | None = None, port: int | None = None)
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("install", help="build the binary into .cache/ if it is missing")
+    sub.add_parser(
+        "install",
+        help="build the binary into .cache/ if it is missing (printing its path), and install"
+        " Debian's PostgreSQL if it is missing",
+    )
     run = sub.add_parser(
         "with", help="run a command with MONGODB_URI set, starting FerretDB unless it is set already"
+    )
+    run.add_argument(
+        "--sqlite",
+        action="store_true",
+        help="FerretDB on SQLite instead of PostgreSQL (make e2e-skew: the Makefile says why)",
     )
     run.add_argument("argv", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     if args.command == "install":
+        # stdout is the binary's path alone: deploy/compose/images.sh copies it into an image.
         print(ensure_ferretdb())
-        print(ensure_postgres())
+        print(f"PostgreSQL server: {ensure_postgres()}", file=sys.stderr)
         return 0
     argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     if not argv:
         parser.error("with: give the command to run")
     if os.environ.get("MONGODB_URI"):
         return subprocess.call(argv)
+    if args.sqlite:
+        with running_ferretdb(sqlite=True) as uri:
+            print(f"FerretDB {VERSION} on SQLite serving at {uri}", file=sys.stderr)
+            return subprocess.call(argv, env={**os.environ, "MONGODB_URI": uri})
     with running_postgres() as postgresql_url, running_ferretdb(postgresql_url) as uri:
         print(f"FerretDB {VERSION} on PostgreSQL serving at {uri}", file=sys.stderr)
         env = {**os.environ, "MONGODB_URI": uri, POSTGRESQL_URL_VARIABLE: postgresql_url}

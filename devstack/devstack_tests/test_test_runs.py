@@ -1,0 +1,56 @@
+"""make unit's runner: one pytest run per folder, tests/-like folders split by test package,
+each run's time and result in the table, and a failure anywhere fails the whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from petstore_devstack import test_runs
+
+
+def package(folder: Path, *tests: str) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text("")
+    for name in tests:
+        (folder / f"{name}.py").write_text(f"def {name}() -> None:\n    assert True\n")
+    return folder
+
+
+def test_a_folder_of_test_packages_runs_each_alone_and_its_own_files_last(tmp_path: Path) -> None:
+    root = tmp_path / "tests"
+    package(root / "e2e", "test_a")
+    package(root / "faults", "test_b")
+    (root / "helpers").mkdir()  # no tests of its own: not a part
+    (root / "test_own.py").write_text("def test_own() -> None:\n    assert True\n")
+    (root / "conftest.py").write_text("")
+    runs = test_runs.plan([str(root)])
+    assert [run.name for run in runs] == [f"{root}/e2e", f"{root}/faults", f"{root} (its own files)"]
+    # Each part is collected from the folder, the others ignored, so its conftest still applies.
+    assert runs[0].arguments == (str(root), f"--ignore={root}/faults", f"--ignore={root}/test_own.py")
+    assert runs[2].arguments == (str(root), f"--ignore={root}/e2e", f"--ignore={root}/faults")
+
+
+def test_a_package_with_subpackages_or_a_file_is_one_run(tmp_path: Path) -> None:
+    plain = package(tmp_path / "gateway_tests", "test_a")
+    package(plain / "routes", "test_b")
+    assert test_runs.plan([str(plain), "x/test_y.py"]) == [
+        test_runs.Run(str(plain), (str(plain),)),
+        test_runs.Run("x/test_y.py", ("x/test_y.py",)),
+    ]
+
+
+def test_every_run_goes_and_a_failure_names_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failing = package(tmp_path / "failing_tests", "test_a")
+    (failing / "test_a.py").write_text("def test_a() -> None:\n    assert False\n")
+    passing = package(tmp_path / "passing_tests", "test_b")
+    monkeypatch.chdir(tmp_path)
+    assert test_runs.main([str(failing), str(passing)]) == 1
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in out[out.index("test run") :].splitlines()}
+    assert rows[str(failing)].endswith("FAILED (exit 1)")
+    assert rows[str(passing)].endswith("passed")
+    assert f"pytest failed in: {failing}\n" in out

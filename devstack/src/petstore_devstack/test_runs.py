@@ -1,0 +1,118 @@
+"""Run pytest once per test folder and print what each cost: a team sees its own package's time,
+and a failure names its folder. A folder that is not a package itself but holds test packages
+(tests/: e2e, faults, clients) runs as one run per package plus one for its own files; a
+project's test package (gateway/gateway_tests) is one run, subpackages and all.
+
+    python -m petstore_devstack.test_runs [--env KEY=VALUE ...] FOLDER_OR_FILE...
+
+Every run goes, whatever failed before it; the exit status is 1 when any failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+PYTEST = (sys.executable, "-m", "pytest", "-p", "no:cacheprovider")
+
+
+@dataclass(frozen=True)
+class Run:
+    name: str
+    arguments: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    run: Run
+    seconds: float
+    exit_code: int
+
+    @property
+    def result(self) -> str:
+        # pytest's exit code 5: nothing collected (a folder whose tests all belong elsewhere).
+        return {0: "passed", 5: "no tests"}.get(self.exit_code, f"FAILED (exit {self.exit_code})")
+
+    @property
+    def failed(self) -> bool:
+        return self.exit_code not in (0, 5)
+
+
+def _test_packages(folder: Path) -> list[Path]:
+    """`folder`'s subfolders that are test packages (an __init__.py and test files)."""
+    return sorted(
+        child
+        for child in folder.iterdir()
+        if child.is_dir() and (child / "__init__.py").exists() and any(child.glob("test_*.py"))
+    )
+
+
+def plan(paths: Sequence[str]) -> list[Run]:
+    """One run per path, a folder with test packages inside split as the module says. Each part
+    is collected from the folder itself with the other parts ignored, so that the folder's
+    conftest still decides what is collected (tests/k8s only in the k8s run)."""
+    runs: list[Run] = []
+    for path in paths:
+        folder = Path(path)
+        splits = folder.is_dir() and not (folder / "__init__.py").exists()
+        packages = _test_packages(folder) if splits else []
+        if not packages:
+            runs.append(Run(path, (path,)))
+            continue
+        own_files = sorted(
+            str(file) for file in folder.glob("*.py") if file.name not in ("conftest.py", "__init__.py")
+        )
+        parts = [str(package) for package in packages]
+        for part in parts:
+            others = [other for other in parts if other != part] + own_files
+            runs.append(Run(part, (path, *(f"--ignore={other}" for other in others))))
+        runs.append(Run(f"{path} (its own files)", (path, *(f"--ignore={part}" for part in parts))))
+    return runs
+
+
+def execute(runs: Sequence[Run], env: dict[str, str]) -> list[Outcome]:
+    outcomes = []
+    for run in runs:
+        print(f"== pytest {run.name}", flush=True)
+        started = time.monotonic()
+        code = subprocess.call([*PYTEST, *run.arguments], env=env)
+        outcome = Outcome(run, time.monotonic() - started, code)
+        print(f"== {run.name}: {outcome.result} in {outcome.seconds:.1f} s", flush=True)
+        outcomes.append(outcome)
+    return outcomes
+
+
+def table(outcomes: Sequence[Outcome]) -> str:
+    width = max(len(o.run.name) for o in outcomes)
+    lines = [f"{'test run':<{width}}  {'seconds':>7}  result"]
+    lines += [f"{o.run.name:<{width}}  {o.seconds:>7.1f}  {o.result}" for o in outcomes]
+    lines.append(f"{'total':<{width}}  {sum(o.seconds for o in outcomes):>7.1f}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("paths", nargs="+")
+    args = parser.parse_args(argv)
+    env = dict(os.environ)
+    for pair in args.env:
+        key, _, value = pair.partition("=")
+        env[key] = value
+    outcomes = execute(plan(args.paths), env)
+    print(table(outcomes), flush=True)
+    failed = [o.run.name for o in outcomes if o.failed]
+    if failed:
+        print(f"pytest failed in: {', '.join(failed)}", flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
