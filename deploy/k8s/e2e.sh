@@ -22,7 +22,10 @@
 #                 on 127.0.0.1:443 (the TLS proxy; the suite trusts only this run's certificate),
 #                 then
 #                 tests/k8s (pet-service rolled back to its previous release and forward
-#                 again under load, three pet pods, Pod Security, policies)
+#                 again under load, three pet pods, Pod Security, policies), then, each
+#                 alone, the gateway behind its proxy and the session secret's rotation
+#                 under load (both replace the gateway's pods); E2E_K8S_TESTS="<paths>" runs
+#                 only those (not under CI; the roll step then only if test_redeploy.py ran)
 #   8. roll       deploy/k8s/README.md's roll block as written: pet-service forward (no-op) and
 #                 back with `rollout undo`, to its previous release's image
 #   9. stop       pods, k3s and the shims it left stopped by PID; mounts, links, routes,
@@ -51,6 +54,9 @@ NAMESPACE=petstore
 # 443: the proxy names the public host without a port (Host $host), so the suite must reach it
 # on the default port for the image URLs it is handed to lead back to it.
 GATEWAY_LOCAL="${GATEWAY_LOCAL:-127.0.0.1:443}"
+# Opt-in, to iterate: only these test paths (space-separated) in the suite step; never in CI.
+E2E_K8S_TESTS="${E2E_K8S_TESTS:-}"
+[[ -z "$E2E_K8S_TESTS" || "${CI:-}" != true ]] || die "E2E_K8S_TESTS is for iterating: CI runs every test"
 [[ "$GATEWAY_LOCAL" == 127.* ]] || die "GATEWAY_LOCAL must be on 127.0.0.0/8: the tests send traffic only there"
 
 readme_block() { # name: the ```sh block after "<!-- e2e-k8s: name -->" in deploy/k8s/README.md
@@ -168,11 +174,30 @@ for _ in $(seq 1 30); do
 done
 export PETSTORE_E2E_MODE=k8s PETSTORE_E2E_BASE_URL="https://$public/v2" PETSTORE_K8S_NAMESPACE="$NAMESPACE"
 export PETSTORE_E2E_CA="$RUN/tls/tls.crt"
-"$VENV/bin/python" -m pytest -p no:cacheprovider tests/e2e tests/k8s --ignore=tests/k8s/test_behind_proxy.py
-# Last and alone: it replaces the gateway's pod, which ends the port-forward the suite uses.
-"$VENV/bin/python" -m pytest -p no:cacheprovider tests/k8s/test_behind_proxy.py
+# Last, each alone: they replace the gateway's pods, which ends the port-forward the suite uses.
+ALONE=(tests/k8s/test_behind_proxy.py tests/k8s/test_secret_rotation.py)
+suite() { "$VENV/bin/python" -m pytest -p no:cacheprovider "$@"; }
+if [[ -z "$E2E_K8S_TESTS" ]]; then
+  suite tests/e2e tests/k8s "${ALONE[@]/#/--ignore=}"
+  for module in "${ALONE[@]}"; do suite "$module"; done
+else
+  # Only the chosen paths: the ones of ALONE each alone and last, in ALONE's order.
+  read -ra chosen <<<"$E2E_K8S_TESTS"
+  shared=()
+  for path in "${chosen[@]}"; do
+    [[ " ${ALONE[*]} " == *" $path "* ]] || shared+=("$path")
+  done
+  if [[ "${#shared[@]}" -gt 0 ]]; then suite "${shared[@]}" "${ALONE[@]/#/--ignore=}"; fi
+  for module in "${ALONE[@]}"; do
+    if [[ " ${chosen[*]} " == *" $module "* ]]; then suite "$module"; fi
+  done
+fi
 
 step roll
+if [[ -n "$E2E_K8S_TESTS" && " $E2E_K8S_TESTS " != *" tests/k8s/test_redeploy.py "* ]]; then
+  echo "E2E_K8S_TESTS without tests/k8s/test_redeploy.py: the roll block has no previous revision to undo to; skipped"
+  exit 0
+fi
 # The README's roll-forward-and-back block, after tests/k8s/test_redeploy.py left pet-service
 # at the working tree's folder with the previous release's revision before it: the apply is a
 # no-op and the undo must bring back the previous release's image.

@@ -9,6 +9,8 @@ import os
 import re
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +69,74 @@ def handled_calls(pod: str) -> int:
         if match and "grpc.health" not in match.group(1):
             total += float(match.group(2))
     return int(total)
+
+
+def client_pod(name: str, app: str, idle_seconds: int) -> dict[str, object]:
+    """A pod that idles for idle_seconds (then exits: a pod left behind stops by itself),
+    admitted under `restricted`, from which scripts run with kubectl exec (python3 of an image
+    the cluster has)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/name": app}},
+        "spec": {
+            "automountServiceAccountToken": False,
+            "restartPolicy": "Never",
+            "securityContext": {
+                "runAsNonRoot": True,
+                "runAsUser": 10001,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
+            "containers": [
+                {
+                    "name": "client",
+                    "image": PET_IMAGE,
+                    "imagePullPolicy": "IfNotPresent",
+                    "command": ["python3", "-c", f"import time; time.sleep({idle_seconds})"],
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "readOnlyRootFilesystem": True,
+                        "capabilities": {"drop": ["ALL"]},
+                    },
+                }
+            ],
+        },
+    }
+
+
+@contextmanager
+def client_pods(namespace: str, names: list[str], app: str, idle_seconds: int = 900) -> Iterator[list[str]]:
+    """Client pods in a namespace of their own (Pod Security `restricted` enforced there, and
+    none of our network policies), ready; the namespace is deleted after, whatever happened."""
+    kubectl("create", "namespace", namespace, namespace=None)
+    try:
+        enforce = "pod-security.kubernetes.io/enforce=restricted"
+        kubectl("label", "namespace", namespace, enforce, namespace=None)
+        for name in names:
+            manifest = json.dumps(client_pod(name, app, idle_seconds))
+            kubectl("apply", "-f", "-", stdin=manifest, namespace=namespace)
+        for name in names:
+            kubectl("wait", "--for=condition=Ready", f"pod/{name}", "--timeout=120s", namespace=namespace)
+        yield names
+    finally:
+        kubectl("delete", "namespace", namespace, "--wait=false", namespace=None, check=False)
+
+
+CONNECT = (
+    "import socket, sys\n"
+    "for target in sys.argv[1:]:\n"
+    "    host, port = target.rsplit(':', 1)\n"
+    "    try:\n"
+    "        socket.create_connection((host, int(port)), timeout=3).close(); print(target, 'open')\n"
+    "    except OSError as error:\n"
+    "        print(target, 'closed', type(error).__name__)\n"
+)
+
+
+def connect_from_pod(pod: str, namespace: str, targets: list[str]) -> dict[str, str]:
+    """Whether a TCP connection from `pod` to each host:port opens: {target: "open"|"closed"}."""
+    out = kubectl("exec", pod, "--", "python3", "-c", CONNECT, *targets, namespace=namespace)
+    return {line.split()[0]: line.split()[1] for line in out.splitlines() if line.strip()}
 
 
 def wait_until(predicate: Any, timeout: float, what: str, interval: float = 1.0) -> None:

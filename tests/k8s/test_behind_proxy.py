@@ -21,7 +21,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.e2e import tls
-from tests.k8s.cluster import NAMESPACE, PET_IMAGE, kubectl, kubectl_json, ready_pods
+from tests.k8s.cluster import NAMESPACE, client_pods, connect_from_pod, kubectl, kubectl_json, ready_pods
 
 pytestmark = pytest.mark.skipif(not tls.BEHIND_PROXY, reason="only with the gateway behind its TLS proxy")
 
@@ -31,58 +31,12 @@ PROXY_HOST = f"gateway.{NAMESPACE}.svc"
 ROLLOUT_TIMEOUT = "180s"
 
 
-def client_pod(name: str) -> dict[str, object]:
-    """A pod that idles, admitted under `restricted`, from which scripts run with kubectl exec."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "proxy-client"}},
-        "spec": {
-            "automountServiceAccountToken": False,
-            "securityContext": {
-                "runAsNonRoot": True,
-                "runAsUser": 10001,
-                "seccompProfile": {"type": "RuntimeDefault"},
-            },
-            "containers": [
-                {
-                    "name": "client",
-                    "image": PET_IMAGE,
-                    "imagePullPolicy": "IfNotPresent",
-                    "command": ["python3", "-c", "import time; time.sleep(900)"],
-                    "securityContext": {
-                        "allowPrivilegeEscalation": False,
-                        "readOnlyRootFilesystem": True,
-                        "capabilities": {"drop": ["ALL"]},
-                    },
-                }
-            ],
-        },
-    }
-
-
 @pytest.fixture(scope="module")
 def clients() -> Iterator[tuple[str, str]]:
     """Two client pods (two pod IPs) in a namespace of their own."""
-    kubectl("create", "namespace", CLIENT_NAMESPACE, namespace=None)
-    kubectl(
-        "label",
-        "namespace",
-        CLIENT_NAMESPACE,
-        "pod-security.kubernetes.io/enforce=restricted",
-        namespace=None,
-    )
-    names = (f"client-a-{uuid.uuid4().hex[:6]}", f"client-b-{uuid.uuid4().hex[:6]}")
-    try:
-        for name in names:
-            kubectl("apply", "-f", "-", stdin=json.dumps(client_pod(name)), namespace=CLIENT_NAMESPACE)
-        for name in names:
-            kubectl(
-                "wait", "--for=condition=Ready", f"pod/{name}", "--timeout=120s", namespace=CLIENT_NAMESPACE
-            )
-        yield names
-    finally:
-        kubectl("delete", "namespace", CLIENT_NAMESPACE, "--wait=false", namespace=None, check=False)
+    names = [f"client-a-{uuid.uuid4().hex[:6]}", f"client-b-{uuid.uuid4().hex[:6]}"]
+    with client_pods(CLIENT_NAMESPACE, names, app="proxy-client"):
+        yield names[0], names[1]
 
 
 @pytest.fixture(scope="module")
@@ -135,21 +89,9 @@ def test_two_client_pods_have_two_budgets_and_forwarded_for_chooses_none(clients
     assert second == [400] * budget + [429], second
 
 
-CONNECT = (
-    "import socket, sys\n"
-    "for target in sys.argv[1:]:\n"
-    "    host, port = target.rsplit(':', 1)\n"
-    "    try:\n"
-    "        socket.create_connection((host, int(port)), timeout=3).close(); print(target, 'open')\n"
-    "    except OSError as error:\n"
-    "        print(target, 'closed', type(error).__name__)\n"
-)
-
-
 def test_the_gateway_port_admits_no_pod_and_the_proxy_port_any(clients: tuple[str, str]) -> None:
     gateway = ready_pods("gateway")[0]
     ip = pod_ip(gateway, NAMESPACE)
     targets = [f"{ip}:8080", f"{ip}:8443"]
-    out = kubectl("exec", clients[0], "--", "python3", "-c", CONNECT, *targets, namespace=CLIENT_NAMESPACE)
-    seen = {line.split()[0]: line.split()[1] for line in out.splitlines() if line.strip()}
+    seen = connect_from_pod(clients[0], CLIENT_NAMESPACE, targets)
     assert seen == {f"{ip}:8080": "closed", f"{ip}:8443": "open"}, seen
