@@ -26,13 +26,13 @@ least the fastest order rate this bench has recorded (1,469 req/s on the embedde
 1,200 in most tables, both before an order reserved its pet, which adds a call and writes),
 2.5-3 times the 459-569 req/s measured with reservations. A run faster than this is flagged,
 not turned into 409s (lua/post_order.lua)."""
-FERRETDB_ORDER_RATE_BOUND = 200
-"""The same on the FerretDB the bench starts itself: above the 175 req/s recorded there (on
-SQLite) before orders reserved their pets, and the 129 req/s of a smoke run on PostgreSQL with
-reservations. There the pool's size costs more than memory: FerretDB v1 does not push an `_id` `$in`
-down to PostgreSQL, so the order service's FindExistingPets scans the pets collection (6.5 /
-41 / 218 ms at 100 / 1,000 / 5,000 pets, against 1.3-4.2 ms for one `_id`); MongoDB serves the
-same query from its `_id` index."""
+FERRETDB_ORDER_RATE_BOUND = 500
+"""The same on the FerretDB the bench starts itself (on PostgreSQL): 3 times the 129-167 req/s
+its smoke runs measured with reservations (a bound of 200 ran out in a CI run that measured 167
+req/s). The pool's size costs more than memory there: FerretDB v1
+does not push an `_id` `$in` down to PostgreSQL, so the order service's FindExistingPets scans
+the pets collection (6.5 / 41 / 218 ms at 100 / 1,000 / 5,000 pets, against 1.3-4.2 ms for one
+`_id`); MongoDB serves the same query from its `_id` index."""
 
 
 class PoolExhausted(RuntimeError):
