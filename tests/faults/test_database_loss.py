@@ -421,8 +421,8 @@ CI; a 30 s lease misses it by tens of seconds."""
 POOL_PETS = 600
 """Pets for the order writers' keys, one each (an order reserves its pet): about ten times the
 60 to 90 keys the four order writers got through in a run on two shared cores. A writer that
-finds none left fails the run, saying so. Not many more: FerretDB v1 on SQLite finds a document
-by an integer _id by scanning its collection, so every pet slows every look-up of a pet."""
+finds none left fails the run, saying so. (Sized when FerretDB's SQLite backend found a document
+by an integer _id by scanning its collection, so that every pet slowed every look-up.)"""
 
 
 @dataclass

@@ -9,9 +9,10 @@ and over the run no key answers 409 more than FREE_WITHIN_SECONDS (plus the cras
 after its attempt died or the database answered again, and every key ends with one pet.
 
 `make test` runs three rounds; `PETSTORE_RESTART_ROUNDS=50` makes it the soak an
-operator asks for (about three seconds a round). Past about 80 rounds on FerretDB v1 on SQLite,
-creates slow down with the pets stored (it scans) until a key cannot finish within the second
-the database stays up each round: that is the test server's cost, not a wedge."""
+operator asks for (about three seconds a round). When these tests ran on FerretDB's SQLite
+backend, creates slowed down with the pets stored (it scans) past about 80 rounds, until a key
+could not finish within the second the database stays up each round: the test server's cost,
+not a wedge. They run on its PostgreSQL backend now, where a look-up by id is indexed."""
 
 from __future__ import annotations
 
@@ -46,8 +47,8 @@ READY_AGAIN_SECONDS = 2.0
 DOWN_SECONDS = 1.0
 """How long the database stays down each round, after /readyz named every service."""
 WRITE_PAUSE_SECONDS = 0.2
-"""Between a writer's keys: FerretDB v1 on SQLite scans for a pet by id, so fewer pets, steadier
-look-ups over fifty rounds."""
+"""Between a writer's keys: chosen when FerretDB's SQLite backend scanned for a pet by id, so
+that fewer pets kept look-ups steady over fifty rounds."""
 
 
 @pytest.fixture

@@ -31,8 +31,8 @@ pytestmark = pytest.mark.mongo
 LOAD_SECONDS = 12.0
 """How long the load may last (about 8 s and the restart's start-up): its orders are sized for
 the most it can send in this time (at one request per worker per pause), so that no pet is
-ordered twice. (Not much longer: FerretDB v1 on SQLite finds a pet by its integer id by scanning
-the collection, so every pet slows every look-up of a pet.)"""
+ordered twice. (Sized when FerretDB's SQLite backend found a pet by its integer id by scanning
+the collection, so that every pet slowed every look-up of a pet.)"""
 
 
 @pytest.fixture

@@ -84,9 +84,10 @@ def launch_ferretdb(postgresql_url: str, port: int, log_file: IO[bytes]) -> subp
 
 
 def launch_ferretdb_on_sqlite(data_dir: Path, port: int, log_file: IO[bytes]) -> subprocess.Popen[bytes]:
-    """FerretDB on SQLite files in `data_dir`. Only the full-disk fault test uses it: SQLite on
+    """FerretDB on SQLite files in `data_dir`, for two runs. The full-disk fault test: SQLite on
     a full disk refuses writes and still serves reads, while PostgreSQL stops (a WAL write that
-    fails is a PANIC), which would test PostgreSQL rather than our services."""
+    fails is a PANIC), which would test PostgreSQL rather than our services. And `make
+    e2e-skew` (`with --sqlite`): the Makefile says why."""
     data_dir.mkdir(parents=True, exist_ok=True)
     return _launch(["--handler=sqlite", f"--sqlite-url=file:{data_dir}/"], port, log_file)
 
