@@ -114,6 +114,8 @@ async def test_metrics_are_not_served_on_the_api_port_to_anybody(
 async def test_the_metrics_port_counts_requests_by_route_template(client: Client) -> None:
     await client.get("/v2/pet/12345")
     await client.get("/v2/no/such/thing")
+    await client.patch("/v2/store/inventory")  # a known path, a method it does not take
+    await client.patch("/v2/pet/12345")
     port = int(unused_address().rsplit(":", 1)[1])
     served = start_metrics_server(port, registry=client.app[METRICS].registry, addr="127.0.0.1")
     assert served is not None
@@ -123,6 +125,9 @@ async def test_the_metrics_port_counts_requests_by_route_template(client: Client
         served.stop()
     assert 'gateway_http_requests_total{method="GET",route="/v2/pet/{petId}",status="404"} 1.0' in text
     assert 'route="<unmatched>",status="404"' in text
+    # A 405 names the resource whose path matched, and never the raw path.
+    assert 'gateway_http_requests_total{method="PATCH",route="/v2/store/inventory",status="405"} 1.0' in text
+    assert 'gateway_http_requests_total{method="PATCH",route="/v2/pet/{petId}",status="405"} 1.0' in text
     assert "gateway_http_request_duration_seconds_bucket" in text
     assert "gateway_pet_cache_live" in text
     assert "12345" not in text

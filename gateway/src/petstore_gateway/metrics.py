@@ -118,8 +118,28 @@ class _PetCacheCollector(Collector):
 
 
 def route_template(request: web.Request) -> str:
-    """The matched route's template (/v2/pet/{petId}), never the raw path."""
-    if request.match_info.http_exception is not None:
-        return UNMATCHED_ROUTE
-    resource = request.match_info.route.resource
-    return resource.canonical if resource is not None else UNMATCHED_ROUTE
+    """The matched route's template (/v2/pet/{petId}), never the raw path. A 405 is labelled
+    with the template whose path matched (the method did not), so on-call sees which resource."""
+    refused = request.match_info.http_exception
+    if refused is None:
+        resource = request.match_info.route.resource
+        return resource.canonical if resource is not None else UNMATCHED_ROUTE
+    if isinstance(refused, web.HTTPMethodNotAllowed):
+        return _template_matching(request.app.router, request.path) or UNMATCHED_ROUTE
+    return UNMATCHED_ROUTE
+
+
+def _template_matching(router: web.UrlDispatcher, path: str) -> str | None:
+    """The template of `router`'s resource (sub-applications' included) whose path is `path`."""
+    for resource in router.resources():
+        info = resource.get_info()
+        app = info.get("app")
+        if isinstance(app, web.Application):
+            found = _template_matching(app.router, path)
+        elif "pattern" in info:
+            found = resource.canonical if info["pattern"].fullmatch(path) else None
+        else:
+            found = resource.canonical if info.get("path") == path else None
+        if found is not None:
+            return found
+    return None
