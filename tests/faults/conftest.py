@@ -8,25 +8,25 @@ import os
 import signal
 import subprocess
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import IO
 
 import pytest
 from aiohttp import ClientSession, ClientTimeout
 
-from petstore_devstack.ferretdb import (
-    launch_ferretdb,
-    launch_ferretdb_on_sqlite,
-    postgresql_for_ferretdb,
-)
+from petstore_devstack.ferretdb import launch_ferretdb, postgresql_for_ferretdb
 from petstore_devstack.ports import free_port, wait_for_port
 from petstore_devstack.stack import Stack
 from tests.e2e import tls
 
 collect_ignore = [] if os.environ.get("PETSTORE_E2E_MODE") == "compose" else ["containers"]
+
+Launcher = Callable[[int, IO[bytes]], "subprocess.Popen[bytes]"]
+"""Starts a FerretDB on a port, logging to a file (launch_ferretdb with its storage bound)."""
 
 STATIC_KEY = "fault-static-key-0123456789"
 GRPC_TIMEOUT_SECONDS = 2.0
@@ -81,18 +81,15 @@ class Database:
     """This test's own FerretDB, on a fixed port and the run's PostgreSQL, so it can come back
     as it was (each test's stack has databases of its own: `database_prefix`)."""
 
-    postgresql_url: str
+    launch: Launcher
+    """How it starts, on its storage: launch_ferretdb on a PostgreSQL, or (the full-disk test)
+    launch_ferretdb_on_sqlite on a folder."""
     port: int
     log: IO[bytes]
     process: subprocess.Popen[bytes] | None = None
-    sqlite_dir: Path | None = None
-    """Set: FerretDB on SQLite files there instead (the full-disk test: launch_ferretdb_on_sqlite)."""
 
     def start(self) -> None:
-        if self.sqlite_dir is not None:
-            self.process = launch_ferretdb_on_sqlite(self.sqlite_dir, self.port, self.log)
-        else:
-            self.process = launch_ferretdb(self.postgresql_url, self.port, self.log)
+        self.process = self.launch(self.port, self.log)
         wait_for_port(self.port, timeout=30)
 
     def kill(self) -> None:
@@ -116,13 +113,10 @@ class Database:
 
 
 @contextmanager
-def running_database(
-    postgresql_url: str, log_path: Path, *, sqlite_dir: Path | None = None
-) -> Iterator[Database]:
-    """A FerretDB of the test's own on `postgresql_url` (or SQLite in `sqlite_dir`), killed at
-    the end."""
+def running_database(launch: Launcher, log_path: Path) -> Iterator[Database]:
+    """A FerretDB of the test's own, started by `launch`, killed at the end."""
     with log_path.open("wb") as log:
-        database = Database(postgresql_url, free_port(), log, sqlite_dir=sqlite_dir)
+        database = Database(launch, free_port(), log)
         database.start()
         try:
             yield database
@@ -139,5 +133,5 @@ def postgresql_url() -> Iterator[str]:
 
 @pytest.fixture
 def database(postgresql_url: str, tmp_path: Path) -> Iterator[Database]:
-    with running_database(postgresql_url, tmp_path / "ferretdb.log") as database:
+    with running_database(partial(launch_ferretdb, postgresql_url), tmp_path / "ferretdb.log") as database:
         yield database

@@ -12,11 +12,13 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
 from aiohttp import ClientSession
 
+from petstore_devstack.ferretdb import launch_ferretdb_on_sqlite
 from petstore_devstack.stack import Stack
 from tests.faults.conftest import STATIC_KEY, Database, running_database, running_stack
 from tests.faults.load import Request, create_pet, send, wait_for
@@ -43,8 +45,8 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.fixture
 def database(small_disk: Path, tmp_path: Path) -> Iterator[Database]:
-    log = tmp_path / "ferretdb.log"
-    with running_database("", log, sqlite_dir=small_disk / "data") as database:
+    launch = partial(launch_ferretdb_on_sqlite, small_disk / "data")
+    with running_database(launch, tmp_path / "ferretdb.log") as database:
         yield database
 
 

@@ -17,6 +17,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from functools import partial
 from pathlib import Path
 from typing import IO
 
@@ -127,14 +128,15 @@ def running_ferretdb(
     port = port or free_port()
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ferretdb-")))
-        if not sqlite:
-            postgresql_url = postgresql_url or stack.enter_context(postgresql_for_ferretdb())
+        if sqlite:
+            launch = partial(launch_ferretdb_on_sqlite, tmp / "data")
+        else:
+            launch = partial(
+                launch_ferretdb, postgresql_url or stack.enter_context(postgresql_for_ferretdb())
+            )
         log_path = tmp / "ferretdb.log"
         with log_path.open("wb") as log_file:
-            if postgresql_url is None:
-                process = launch_ferretdb_on_sqlite(tmp / "data", port, log_file)
-            else:
-                process = launch_ferretdb(postgresql_url, port, log_file)
+            process = launch(port, log_file)
         try:
             try:
                 wait_for_port(port, timeout=30)
