@@ -1,5 +1,6 @@
-"""Every pattern in the protos is one of the named formats, and a username is bounded alike
-wherever it appears: a format's copies on many fields cannot drift apart."""
+"""Every pattern in the services' protos is one of the named formats of the shared
+formats.proto, and a username is bounded alike wherever it appears: a format's copies on many
+fields cannot drift apart."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from buf.validate.validate_pb2 import StringRules
 from google.protobuf.descriptor import Descriptor, FileDescriptor
 
 from petstore.auth.v1 import caller_pb2
+from petstore.formats.v1.formats_pb2 import TextFormats
 from petstore.order.v1 import order_pb2, order_service_pb2
 from petstore.pet.v1 import pet_pb2, pet_service_pb2
 from petstore.user.v1 import user_pb2, user_service_pb2
@@ -71,7 +73,7 @@ def test_each_format_is_used_and_worded() -> None:
 
 
 def test_a_username_is_bounded_alike_wherever_it_appears() -> None:
-    canonical = field_rules(user_pb2.User, "username").string
+    canonical = field_rules(TextFormats, "username").string
     usernames = {name: rules for name, rules in string_fields() if rules.pattern == USERNAME.pattern}
     assert len(usernames) >= 4
     differing = {

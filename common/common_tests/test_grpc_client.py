@@ -16,6 +16,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health, health_pb2_grpc
 
+from petstore.pet.v1 import pet_service_pb2
 from petstore_common.caller_testing import signed_channel, trusting_env
 from petstore_common.grpc_server import (
     NO_PORT_SHARING,
@@ -27,6 +28,7 @@ from petstore_common.grpc_server import (
 from petstore_common.settings import ServiceSettings
 
 SERVICE = "test.v1.WhoService"
+PET = pet_service_pb2.DESCRIPTOR.services_by_name["PetService"]
 
 
 class Replica:
@@ -192,7 +194,7 @@ async def test_a_read_that_meets_no_replica_is_tried_again_and_a_write_is_not() 
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     try:
-        async with signed_channel(f"127.0.0.1:{port}") as channel:
+        async with signed_channel(f"127.0.0.1:{port}", services=(PET,)) as channel:
             read: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(
                 "/petstore.pet.v1.PetService/GetPet"
             )

@@ -3,7 +3,6 @@ read that meets UNAVAILABLE once is answered while an unmarked write is not retr
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,22 +10,25 @@ import grpc
 import pytest
 from google.protobuf.descriptor_pb2 import MethodOptions
 
-from petstore_common.grpc_client import (
-    CHANNEL_OPTIONS,
-    IDEMPOTENT_WRITES,
-    READ_METHOD_PATHS,
-    READ_METHODS,
-    SERVICES,
-    create_channel,
-)
+from petstore.order.v1 import order_service_pb2
+from petstore.pet.v1 import pet_service_pb2
+from petstore.user.v1 import user_service_pb2
+from petstore_common.grpc_client import create_channel, idempotency_level, methods_marked, service_config
 
-PET_SERVICE = "petstore.pet.v1.PetService"
+PET = pet_service_pb2.DESCRIPTOR.services_by_name["PetService"]
+SERVICES = (
+    PET,
+    order_service_pb2.DESCRIPTOR.services_by_name["OrderService"],
+    user_service_pb2.DESCRIPTOR.services_by_name["UserService"],
+)
+PET_SERVICE = PET.full_name
 UNKNOWN = MethodOptions.IDEMPOTENCY_UNKNOWN
 
 
-def retried_by_the_channel() -> set[tuple[str, str]]:
-    """(service, method) of every method the channels' own service config retries."""
-    config = json.loads(dict(CHANNEL_OPTIONS)["grpc.service_config"])  # type: ignore[arg-type]
+def retried_by_the_channel(services: tuple[Any, ...] = SERVICES) -> set[tuple[str, str]]:
+    """(service, method) of every method a channel for `services` retries, read from the
+    service config it is given."""
+    config = service_config(services)
     names = [name for method_config in config["methodConfig"] for name in method_config["name"]]
     return {(name["service"], name["method"]) for name in names}
 
@@ -46,8 +48,21 @@ def test_every_retried_method_is_marked_in_its_proto_and_every_marked_one_is_ret
 
 
 def test_the_order_services_pet_look_up_is_retried() -> None:
-    assert (PET_SERVICE, "FindExistingPets") in retried_by_the_channel()
-    assert f"/{PET_SERVICE}/FindExistingPets" in READ_METHOD_PATHS
+    assert (PET_SERVICE, "FindExistingPets") in retried_by_the_channel((PET,))
+    assert idempotency_level(f"/{PET_SERVICE}/FindExistingPets") == MethodOptions.NO_SIDE_EFFECTS
+
+
+def test_a_channel_retries_only_the_methods_of_the_services_it_is_for() -> None:
+    assert {service for service, _ in retried_by_the_channel((PET,))} == {PET_SERVICE}
+    assert retried_by_the_channel(()) == set()
+
+
+def test_a_server_reads_a_methods_mark_from_its_path() -> None:
+    assert idempotency_level(f"/{PET_SERVICE}/GetPet") == MethodOptions.NO_SIDE_EFFECTS
+    assert idempotency_level(f"/{PET_SERVICE}/ReservePet") == MethodOptions.IDEMPOTENT
+    assert idempotency_level(f"/{PET_SERVICE}/CreatePet") == UNKNOWN
+    assert idempotency_level("/grpc.health.v1.Health/Check") == UNKNOWN
+    assert idempotency_level("/no.such.Service/Method") == UNKNOWN
 
 
 @pytest.mark.parametrize(
@@ -68,8 +83,16 @@ def test_writes_are_not_retried(service: str, method: str) -> None:
 
 
 def test_reads_and_idempotent_writes_are_apart() -> None:
-    reads = {(service, method) for service, methods in READ_METHODS.items() for method in methods}
-    writes = {(service, method) for service, methods in IDEMPOTENT_WRITES.items() for method in methods}
+    reads = {
+        (service, method)
+        for service, methods in methods_marked(MethodOptions.NO_SIDE_EFFECTS, SERVICES).items()
+        for method in methods
+    }
+    writes = {
+        (service, method)
+        for service, methods in methods_marked(MethodOptions.IDEMPOTENT, SERVICES).items()
+        for method in methods
+    }
 
     assert reads
     assert not reads & writes
@@ -108,7 +131,7 @@ async def fails_once() -> AsyncIterator[tuple[FailsOnce, str]]:
 
 async def test_a_marked_read_that_meets_unavailable_is_answered(fails_once: tuple[FailsOnce, str]) -> None:
     fake, target = fails_once
-    async with create_channel(target) as channel:
+    async with create_channel(target, (PET,)) as channel:
         look_up: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(
             f"/{PET_SERVICE}/FindExistingPets"
         )
@@ -120,7 +143,7 @@ async def test_a_marked_read_that_meets_unavailable_is_answered(fails_once: tupl
 
 async def test_an_unmarked_write_that_meets_unavailable_fails(fails_once: tuple[FailsOnce, str]) -> None:
     fake, target = fails_once
-    async with create_channel(target) as channel:
+    async with create_channel(target, (PET,)) as channel:
         update: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(
             f"/{PET_SERVICE}/UpdatePet"
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from petstore_devstack.releases import (
     DEPLOYABLES,
     MANIFEST,
+    REPO_ROOT,
     check,
     current_version,
     export,
@@ -42,10 +44,11 @@ def repo(tmp_path: Path) -> tuple[Path, str]:
     root = tmp_path / "repo"
     for name in DEPLOYABLES:
         (root / name / "src").mkdir(parents=True)
-        (root / name / "src" / "code.py").write_text("VALUE = 1\n")
+        (root / name / "src" / "code.py").write_text("from shared import SHARED\n\nVALUE = SHARED\n")
         set_version(root, name, "1.0.0")
     (root / "common" / "src").mkdir(parents=True)
     (root / "common" / "src" / "shared.py").write_text("SHARED = 1\n")
+    (root / "common" / "src" / "storage.py").write_text("STORED = 1\n")  # imported by nobody yet
     (root / "deploy").mkdir()
     (root / "README.md").write_text("docs\n")
     git(root.parent, "init", "-q", "-b", "main", str(root))
@@ -88,10 +91,88 @@ def test_a_service_changed_since_its_release_must_carry_a_newer_version(repo: tu
     assert check(root) == []
 
 
-def test_a_change_to_shared_code_is_a_change_of_every_deployable(repo: tuple[Path, str]) -> None:
+def changed(root: Path) -> list[str]:
+    """The deployables check() asks a newer version of."""
+    return sorted(problem.split()[0] for problem in check(root))
+
+
+def test_a_change_to_shared_code_is_a_change_of_every_deployable_that_imports_it(
+    repo: tuple[Path, str],
+) -> None:
     root, _ = repo
-    (root / "common" / "src" / "new_module.py").write_text("NEW = 1\n")  # untracked counts too
-    assert sorted(problem.split()[0] for problem in check(root)) == sorted(DEPLOYABLES)
+    (root / "common" / "src" / "shared.py").write_text("SHARED = 2\n")
+    assert changed(root) == sorted(DEPLOYABLES)
+
+
+def test_shared_code_a_deployable_does_not_import_is_no_change_of_it(repo: tuple[Path, str]) -> None:
+    root, _ = repo
+    (root / "common" / "src" / "storage.py").write_text("STORED = 2\n")
+    (root / "common" / "src" / "new_module.py").write_text("NEW = 1\n")
+    assert changed(root) == []
+
+
+def test_a_shared_module_newly_imported_through_another_counts_untracked_too(repo: tuple[Path, str]) -> None:
+    root, _ = repo
+    (root / "common" / "src" / "new_module.py").write_text("NEW = 1\n")  # untracked
+    (root / "common" / "src" / "storage.py").write_text("from new_module import NEW\n")
+    (root / "pet-service" / "src" / "code.py").write_text("import storage\n")
+    set_version(root, "pet-service", "1.1.0")  # its own change is released
+    assert check(root) == []
+    (root / "common" / "src" / "new_module.py").write_text("NEW = 2\n")
+    assert changed(root) == []  # still untracked, still released by pet-service's 1.1.0
+    set_version(root, "pet-service", "1.0.0")
+    assert changed(root) == ["pet-service"]
+
+
+def test_a_module_it_stopped_importing_still_counts_against_its_release(repo: tuple[Path, str]) -> None:
+    root, _ = repo
+    (root / "gateway" / "src" / "code.py").write_text("VALUE = 1\n")
+    set_version(root, "gateway", "1.1.0")
+    (root / "common" / "src" / "shared.py").write_text("SHARED = 2\n")
+    assert changed(root) == ["order-service", "pet-service", "user-service"]
+
+
+def test_a_change_to_what_every_image_runs_is_a_change_of_every_deployable(repo: tuple[Path, str]) -> None:
+    root, _ = repo
+    (root / "common" / "pyproject.toml").write_text('[project]\nname = "petstore-common"\n')
+    assert changed(root) == sorted(DEPLOYABLES)
+
+
+@functools.cache
+def released_here(name: str) -> frozenset[str]:
+    return frozenset(DEPLOYABLES[name].released_paths(REPO_ROOT))
+
+
+def releasing(path: str) -> set[str]:
+    """The deployables of this repository a change of `path` releases."""
+    return {name for name in DEPLOYABLES if path in released_here(name)}
+
+
+def test_here_a_change_to_the_user_contract_releases_the_user_service_and_the_gateway_only() -> None:
+    for module in ("user_pb2", "user_service_pb2", "user_service_pb2_grpc"):
+        assert releasing(f"protos/python/petstore/user/v1/{module}.py") == {"user-service", "gateway"}
+
+
+def test_here_a_change_to_a_storage_helper_releases_the_three_services_only() -> None:
+    for module in ("stores", "mongo", "storage_faults", "grpc_server"):
+        assert releasing(f"common/src/petstore_common/{module}.py") == {
+            "pet-service",
+            "order-service",
+            "user-service",
+        }
+
+
+def test_here_a_change_to_the_pet_contract_releases_its_callers_and_not_the_user_service() -> None:
+    assert releasing("protos/python/petstore/pet/v1/pet_service_pb2.py") == {
+        "pet-service",
+        "order-service",
+        "gateway",
+    }
+
+
+def test_here_a_change_to_a_shared_format_or_the_caller_releases_every_deployable() -> None:
+    assert releasing("protos/python/petstore/formats/v1/formats_pb2.py") == set(DEPLOYABLES)
+    assert releasing("protos/python/petstore/auth/v1/caller_pb2.py") == set(DEPLOYABLES)
 
 
 def test_a_version_never_goes_back(repo: tuple[Path, str]) -> None:
@@ -121,7 +202,7 @@ def test_export_writes_the_released_code_not_the_working_trees(
     release = previous_release(deployable, root)
     path = export(release, deployable, tmp_path / "previous", root)
     assert path[0] == tmp_path / "previous" / "pet-service" / "src"
-    assert (path[0] / "code.py").read_text() == "VALUE = 1\n"
+    assert (path[0] / "code.py").read_text() == "from shared import SHARED\n\nVALUE = SHARED\n"
     assert (path[1] / "shared.py").exists()
     assert current_version(deployable, tmp_path / "previous") == "1.0.0"
     assert not (tmp_path / "previous" / "gateway").exists()

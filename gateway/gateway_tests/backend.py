@@ -16,16 +16,17 @@ from petstore.order.v1 import order_pb2, order_service_pb2, order_service_pb2_gr
 from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
 from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
 from petstore_common import callers, session_tokens
-from petstore_common.contract_bounds import MAX_IDS_PER_CHECK
 from petstore_common.grpc_client import create_channel
+from petstore_common.rules import field_rules
 from petstore_devstack.inprocess import InProcessStack, in_process_stack
-from petstore_gateway.clients import ServiceClients
+from petstore_gateway.clients import ORDER, PET, USER, ServiceClients
 
 if TYPE_CHECKING:
     from petstore.order.v1.order_service_pb2_grpc import OrderServiceAsyncStub
     from petstore.pet.v1.pet_service_pb2_grpc import PetServiceAsyncStub
     from petstore.user.v1.user_service_pb2_grpc import UserServiceAsyncStub
 
+MAX_IDS_PER_CHECK = field_rules(pet_service_pb2.FindExistingPetsRequest, "ids").repeated.max_items
 SESSION_SECRET = "test-session-secret-" + "s" * 32
 PASSWORD = "correct-horse-battery"
 """Every seeded user's password unless a test says otherwise (the user service refuses short
@@ -280,9 +281,11 @@ async def running_backend(
             in_process_stack(SESSION_SECRET, interceptors=(recorder, *interceptors), **options)
         )
         signer = stack.gateway_signer  # staff's stubs call as the gateway does
-        pet = await cleanup.enter_async_context(create_channel(stack.pet.address, signer=signer))
-        order = await cleanup.enter_async_context(create_channel(stack.order.address, signer=signer))
-        user = await cleanup.enter_async_context(create_channel(stack.user.address, signer=signer))
+        pet = await cleanup.enter_async_context(create_channel(stack.pet.address, (PET,), signer=signer))
+        order = await cleanup.enter_async_context(
+            create_channel(stack.order.address, (ORDER,), signer=signer)
+        )
+        user = await cleanup.enter_async_context(create_channel(stack.user.address, (USER,), signer=signer))
         yield Backend(
             stack,
             recorder,

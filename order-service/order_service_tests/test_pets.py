@@ -17,10 +17,9 @@ from google.protobuf.message import Message
 from petstore.pet.v1 import pet_service_pb2
 from petstore_common.caller_gate import ORDER_SERVICE
 from petstore_common.caller_testing import signer
-from petstore_common.contract_bounds import MAX_IDS_PER_CHECK
 from petstore_common.errors import Unavailable
 from petstore_common.grpc_server import NO_PORT_SHARING
-from petstore_order.pets import grpc_pet_directory
+from petstore_order.pets import MAX_IDS_PER_CHECK, grpc_pet_directory
 
 from .pet_backend import closed_address, pet_backend
 

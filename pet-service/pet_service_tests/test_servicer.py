@@ -14,10 +14,10 @@ from google.protobuf.field_mask_pb2 import FieldMask
 from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
 from petstore_common import callers
 from petstore_common.caller_testing import signed_channel, trusting_env
-from petstore_common.contract_bounds import MAX_IDS_PER_CHECK
 from petstore_common.errors import Unavailable
 from petstore_common.grpc_client import is_serving
 from petstore_common.grpc_server import RunningService, start_service
+from petstore_common.rules import field_rules
 from petstore_common.settings import ServiceSettings
 from petstore_pet import validation
 from petstore_pet.service import SERVICE_NAME, build_definition
@@ -34,6 +34,7 @@ AVAILABLE = pet_pb2.PET_STATUS_AVAILABLE
 SOLD = pet_pb2.PET_STATUS_SOLD
 STAFF = callers.staff()
 PNG = image_file("PNG")
+MAX_IDS_PER_CHECK = field_rules(pet_service_pb2.FindExistingPetsRequest, "ids").repeated.max_items
 
 
 @pytest.fixture

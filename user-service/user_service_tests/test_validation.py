@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from petstore.user.v1 import user_pb2, user_service_pb2
-from petstore_common.contract_bounds import MAX_USERS_PER_BATCH
 from petstore_common.errors import InvalidArgument
 from petstore_common.rules import field_rules
 from petstore_user import validation
@@ -14,6 +13,7 @@ PASSWORD = "a secret of some length"
 USERNAME = "username: may contain only letters, digits and . _ - @"
 EMAIL = "email: must look like an email"
 COMMON = "password is one of the most common passwords: choose another"
+MAX_USERS_PER_BATCH = field_rules(user_service_pb2.CreateUsersRequest, "users").repeated.max_items
 
 
 def a_user(**fields: object) -> user_pb2.User:

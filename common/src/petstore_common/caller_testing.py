@@ -8,7 +8,10 @@ and channels that sign as an issuer does.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import grpc
+from google.protobuf.descriptor import ServiceDescriptor
 
 from petstore_common.caller_gate import GATEWAY, ISSUERS
 from petstore_common.caller_keys import KeyPair, generate
@@ -29,6 +32,9 @@ def signer(issuer: str = GATEWAY) -> CallerSigner:
     return CallerSigner(issuer, KEYS[issuer].seed)
 
 
-def signed_channel(target: str, issuer: str = GATEWAY) -> grpc.aio.Channel:
-    """A channel whose calls carry `issuer`'s tokens, vouching for each request's own caller."""
-    return create_channel(target, signer=signer(issuer))
+def signed_channel(
+    target: str, issuer: str = GATEWAY, services: Iterable[ServiceDescriptor] = ()
+) -> grpc.aio.Channel:
+    """A channel whose calls carry `issuer`'s tokens, vouching for each request's own caller,
+    retrying the marked methods of `services` as the real clients do."""
+    return create_channel(target, services, signer=signer(issuer))

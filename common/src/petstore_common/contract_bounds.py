@@ -1,18 +1,6 @@
-"""Bounds that a service enforces and another service (or the gateway) must respect or
-describe, each written once and read by both sides, so that they cannot drift apart. Those that
-bound a field are rules on it in the protos, read from there; the rest are written here."""
-
-from petstore.pet.v1 import pet_service_pb2
-from petstore.user.v1 import user_service_pb2
-from petstore_common.rules import field_rules
-
-MAX_IDS_PER_CHECK = field_rules(pet_service_pb2.FindExistingPetsRequest, "ids").repeated.max_items
-"""Pet ids one PetService.FindExistingPets call may ask about: the pet service refuses more, the
-order service never sends more."""
-
-MAX_USERS_PER_BATCH = field_rules(user_service_pb2.CreateUsersRequest, "users").repeated.max_items
-"""Users one UserService.CreateUsers call (HTTP createWithArray / createWithList) may carry: the
-user service refuses more, the gateway never sends more (and describes the bound)."""
+"""Bounds that a service enforces and the gateway must respect or describe that no proto field
+carries, each written once and read by both sides, so that they cannot drift apart. A bound on a
+field is a rule on it in its proto, and each side reads it from there (petstore_common.rules)."""
 
 MAX_IMAGES_PER_PET = 16
 """Images one pet keeps: the pet service refuses one more (FAILED_PRECONDITION)."""

@@ -1,8 +1,9 @@
-"""The contract's text formats, named. A protovalidate rule cannot be shared between fields, so
-each format's pattern is written on every field that has it (protos/petstore/*/v1/*.proto); here
-each is read from one field that carries it, and given the words a client is told when a value
-does not match. common/common_tests/test_formats.py checks that every pattern in the protos is
-one of these, with the same bounds wherever a username appears, so the copies cannot drift apart.
+"""The contract's text formats, named. Each is written once, with its rule, in the shared proto
+protos/petstore/formats/v1/formats.proto (a field of TextFormats); a protovalidate pattern cannot
+be shared between fields, so every field of a format in the services' protos carries a copy, and
+common/common_tests/test_formats.py holds every pattern there to one of these, with the same
+bounds wherever a username appears. Read from the shared proto, not from a service's, so a change
+to one service's contract releases no other service.
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from petstore.pet.v1 import pet_pb2, pet_service_pb2
-from petstore.user.v1 import user_pb2
+from petstore.formats.v1.formats_pb2 import TextFormats
 from petstore_common.rules import field_rules
 
 
@@ -26,24 +26,24 @@ class TextFormat:
 
 
 TEXT = TextFormat(
-    "text", field_rules(pet_pb2.Pet, "name").string.pattern, "must not contain control characters"
+    "text", field_rules(TextFormats, "text").string.pattern, "must not contain control characters"
 )
 """Text a person reads: no control characters (Unicode category Cc)."""
 USERNAME = TextFormat(
     "username",
-    field_rules(user_pb2.User, "username").string.pattern,
+    field_rules(TextFormats, "username").string.pattern,
     "may contain only letters, digits and . _ - @",
 )
 PHOTO_URL = TextFormat(
     "photo URL",
-    field_rules(pet_pb2.Pet, "photo_urls").repeated.items.string.pattern,
+    field_rules(TextFormats, "photo_url").string.pattern,
     "must be an http or https URL, or a link without a scheme, with no control characters",
 )
 """A link a storefront puts in its pages: no javascript:, data: or other scheme that runs."""
-EMAIL = TextFormat("email", field_rules(user_pb2.User, "email").string.pattern, "must look like an email")
+EMAIL = TextFormat("email", field_rules(TextFormats, "email").string.pattern, "must look like an email")
 IMAGE_ID = TextFormat(
     "image id",
-    field_rules(pet_service_pb2.GetPetImageRequest, "image_id").string.pattern,
+    field_rules(TextFormats, "image_id").string.pattern,
     "must be 32 lowercase hexadecimal digits",
 )
 

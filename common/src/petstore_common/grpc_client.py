@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import grpc
+from google.protobuf import descriptor_pool
 from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.descriptor_pb2 import MethodOptions
 from grpc_health.v1 import health_pb2
 
-from petstore.order.v1 import order_service_pb2
-from petstore.pet.v1 import pet_service_pb2
-from petstore.user.v1 import user_service_pb2
 from petstore_common.caller_tokens import CallerClaims, CallerSigner
 from petstore_common.request_context import NO_REQUEST_ID, REQUEST_ID_METADATA_KEY, current_request_id
+
 
 # Every address the target's name resolves to (dns:///pet-service:50051: each replica
 # behind a headless Service or compose's DNS) gets a connection, and calls take turns
@@ -35,17 +35,9 @@ from petstore_common.request_context import NO_REQUEST_ID, REQUEST_ID_METADATA_K
 # Which methods those are is written once, in the protos: a read is marked
 # `option idempotency_level = NO_SIDE_EFFECTS;`, a write that takes effect once however often
 # it is asked `IDEMPOTENT`. A method added to a proto is retried exactly when it is marked so.
-SERVICES: tuple[ServiceDescriptor, ...] = (
-    pet_service_pb2.DESCRIPTOR.services_by_name["PetService"],
-    order_service_pb2.DESCRIPTOR.services_by_name["OrderService"],
-    user_service_pb2.DESCRIPTOR.services_by_name["UserService"],
-)
-"""Every service a client of this repository calls (the health service aside)."""
-
-
-def methods_marked(
-    level: int, services: Iterable[ServiceDescriptor] = SERVICES
-) -> dict[str, tuple[str, ...]]:
+# Each channel is told the services it calls, so this module imports no service's contract: a
+# change to one service's proto releases that service and its callers only.
+def methods_marked(level: int, services: Iterable[ServiceDescriptor]) -> dict[str, tuple[str, ...]]:
     """Service full name -> its methods whose idempotency_level is `level`, in proto order."""
     marked = {
         service.full_name: tuple(
@@ -56,41 +48,60 @@ def methods_marked(
     return {service: methods for service, methods in marked.items() if methods}
 
 
-READ_METHODS = methods_marked(MethodOptions.NO_SIDE_EFFECTS)
-"""The reads, retried on UNAVAILABLE; the servers count nothing else as a write's proof of health."""
-READ_METHOD_PATHS = frozenset(
-    f"/{service}/{method}" for service, methods in READ_METHODS.items() for method in methods
-)
-"""The same, as the method paths a server sees ("/petstore.pet.v1.PetService/GetPet")."""
-IDEMPOTENT_WRITES = methods_marked(MethodOptions.IDEMPOTENT)
-"""The writes that take effect once however often they are asked, retried like the reads."""
-RETRIED_METHODS = [
-    {"service": service, "method": method}
-    for table in (READ_METHODS, IDEMPOTENT_WRITES)
-    for service, methods in table.items()
-    for method in methods
-]
-SERVICE_CONFIG = {
-    "loadBalancingConfig": [{"round_robin": {}}],
-    "healthCheckConfig": {"serviceName": ""},
-    "methodConfig": [
-        {
-            "name": RETRIED_METHODS,
-            "retryPolicy": {
-                "maxAttempts": 3,
-                "initialBackoff": "0.1s",
-                "maxBackoff": "0.5s",
-                "backoffMultiplier": 2,
-                "retryableStatusCodes": ["UNAVAILABLE"],
-            },
-        }
-    ],
-}
+RETRIED_LEVELS = (MethodOptions.NO_SIDE_EFFECTS, MethodOptions.IDEMPOTENT)
+"""The reads, and the writes that take effect once however often they are asked."""
+
+
+def retried_methods(services: Iterable[ServiceDescriptor]) -> list[dict[str, str]]:
+    """The service config's names of the methods of `services` that are retried."""
+    services = tuple(services)
+    return [
+        {"service": service, "method": method}
+        for level in RETRIED_LEVELS
+        for service, methods in methods_marked(level, services).items()
+        for method in methods
+    ]
+
+
+def service_config(services: Iterable[ServiceDescriptor]) -> dict[str, Any]:
+    """Round robin over the target's replicas, client-side health checks, and retries of the
+    marked methods of the services the channel is for."""
+    retried = retried_methods(services)
+    return {
+        "loadBalancingConfig": [{"round_robin": {}}],
+        "healthCheckConfig": {"serviceName": ""},
+        "methodConfig": [
+            {
+                "name": retried,
+                "retryPolicy": {
+                    "maxAttempts": 3,
+                    "initialBackoff": "0.1s",
+                    "maxBackoff": "0.5s",
+                    "backoffMultiplier": 2,
+                    "retryableStatusCodes": ["UNAVAILABLE"],
+                },
+            }
+        ]
+        if retried
+        else [],
+    }
+
+
+@functools.lru_cache(maxsize=1024)  # the methods a process serves: a handful
+def idempotency_level(method_path: str) -> int:
+    """The idempotency_level marked on a method, from its path as a server sees it
+    ("/petstore.pet.v1.PetService/GetPet"); IDEMPOTENCY_UNKNOWN for a method no proto
+    loaded in this process declares (the health service's, say)."""
+    try:
+        method = descriptor_pool.Default().FindMethodByName(method_path.lstrip("/").replace("/", "."))
+    except KeyError:
+        return MethodOptions.IDEMPOTENCY_UNKNOWN
+    return int(method.GetOptions().idempotency_level)
+
 
 # A restarted service is reached again within about a second instead of gRPC's default
 # exponential backoff of up to two minutes.
 CHANNEL_OPTIONS: tuple[tuple[str, int | str], ...] = (
-    ("grpc.service_config", json.dumps(SERVICE_CONFIG)),
     # A replica that comes back under a new address is found at the next failure's
     # re-resolution within a second, not gRPC's default of at most one look-up per 30 s.
     ("grpc.dns_min_time_between_resolutions_ms", 1000),
@@ -174,14 +185,18 @@ def _signed(
     return _with_metadata(details, signer.metadata(_method_name(details), caller or CallerClaims()))
 
 
-def create_channel(target: str, *, signer: CallerSigner | None = None) -> grpc.aio.Channel:
+def create_channel(
+    target: str, services: Iterable[ServiceDescriptor] = (), *, signer: CallerSigner | None = None
+) -> grpc.aio.Channel:
     """An insecure channel to `target` (host:port, or dns:///host:port for every address
-    the name resolves to) for in-cluster traffic. With `signer` every call carries a caller
+    the name resolves to) for in-cluster traffic, retrying the marked methods of `services`
+    (none for a channel that only checks health). With `signer` every call carries a caller
     token (the services refuse calls without one); health checks need none."""
+    options = [("grpc.service_config", json.dumps(service_config(services))), *CHANNEL_OPTIONS]
     interceptors: list[grpc.aio.ClientInterceptor] = [RequestIdClientInterceptor()]
     if signer is not None:
         interceptors += [CallerTokenClientInterceptor(signer), CallerTokenStreamClientInterceptor(signer)]
-    return grpc.aio.insecure_channel(target, options=list(CHANNEL_OPTIONS), interceptors=interceptors)
+    return grpc.aio.insecure_channel(target, options=options, interceptors=interceptors)
 
 
 HEALTH_METHOD_PREFIX = "/grpc.health."

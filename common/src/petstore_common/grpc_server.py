@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf.descriptor_pb2 import MethodOptions
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import Counter, Histogram
 from pymongo.errors import ConnectionFailure, PyMongoError
@@ -24,7 +25,7 @@ from petstore_common.caller_gate import CallerGate
 from petstore_common.database_events import DatabaseEvents
 from petstore_common.diagnostics import STOP_MARGIN_SECONDS, dump_stacks_on_signal, exit_after, task_stacks
 from petstore_common.errors import InvalidArgument, ResourceExhausted, ServiceError, Unauthenticated
-from petstore_common.grpc_client import HEALTH_METHOD_PREFIX, READ_METHOD_PATHS, WRITES_HEALTH_SUFFIX
+from petstore_common.grpc_client import HEALTH_METHOD_PREFIX, WRITES_HEALTH_SUFFIX, idempotency_level
 from petstore_common.logging import RequestLog, configure_logging
 from petstore_common.metrics import start_metrics_server
 from petstore_common.request_context import (
@@ -298,7 +299,9 @@ def _validated_stream(
 
 
 def _is_write(method: str) -> bool:
-    return method not in READ_METHOD_PATHS and not method.startswith(HEALTH_METHOD_PREFIX)
+    """Anything but a read marked in its proto (NO_SIDE_EFFECTS) and a health probe."""
+    read = idempotency_level(method) == MethodOptions.NO_SIDE_EFFECTS
+    return not read and not method.startswith(HEALTH_METHOD_PREFIX)
 
 
 def _observed(

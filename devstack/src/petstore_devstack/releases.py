@@ -6,8 +6,12 @@ others (`make e2e-skew`) and the k3s run rolls forward from (`make e2e-k8s`): de
 fresh clone finds it without fetching tags.
 
 `check()` holds the rules `make test` enforces: a version only grows, and a deployable whose
-shipped files (its own source and Dockerfile, the shared code and the contract) changed since
-its last release carries a newer version than that release.
+released files changed since its last release carries a newer version than that release. Its
+released files are its own source, pyproject.toml and Dockerfile, the shared files every image
+ships (`ALWAYS_SHIPPED`), and of the shared code and generated contracts exactly the modules its
+own code imports, directly or through each other (`import_closure`), as they are now or were
+at the release: a change to the user service's proto releases the user service and the gateway,
+which call it, and a change to a storage helper the three services, which store.
 
     python -m petstore_devstack.releases check
     python -m petstore_devstack.releases names                     # the four deployables
@@ -25,6 +29,7 @@ import io
 import subprocess
 import sys
 import tarfile
+import tempfile
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,16 +37,16 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from petstore_devstack.import_closure import shared_closure
+
 REPO_ROOT = Path(__file__).resolve().parents[3]
 MANIFEST = Path("deploy/releases.toml")
-SHARED_PATHS = (
-    "common/src",
-    "common/pyproject.toml",
-    "protos/petstore",
-    "protos/python",
-    "deploy/docker/healthcheck.py",
-)
-"""Shipped in every image: a change here is a change of every deployable."""
+SHARED_ROOTS = ("common/src", "protos/python")
+"""Where the shared code and the generated contracts lie: every image carries them, and each
+deployable runs the part its own code imports."""
+ALWAYS_SHIPPED = ("common/pyproject.toml", "protos/python/pyproject.toml", "deploy/docker/healthcheck.py")
+"""Run by every image whatever it imports (the shared packages' dependencies, the healthcheck):
+a change here is a change of every deployable."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +57,19 @@ class Deployable:
     """Its name in the local stack (petstore_devstack.stack): `pet`, ..., `gateway`."""
 
     @property
+    def own_paths(self) -> tuple[str, ...]:
+        return (f"{self.name}/src", f"{self.name}/pyproject.toml", f"{self.name}/Dockerfile")
+
+    @property
     def shipped_paths(self) -> tuple[str, ...]:
-        return (f"{self.name}/src", f"{self.name}/pyproject.toml", f"{self.name}/Dockerfile", *SHARED_PATHS)
+        """What its image is built from: its own files and all of the shared ones."""
+        return (*self.own_paths, *SHARED_ROOTS, *ALWAYS_SHIPPED)
+
+    def released_paths(self, tree: Path) -> set[str]:
+        """Its files in the tree rooted at `tree` whose change is a change of it: its own, those
+        every image runs, and the shared modules its code imports."""
+        imported = shared_closure(tree / self.name / "src", [tree / shared for shared in SHARED_ROOTS])
+        return {*self.own_paths, *ALWAYS_SHIPPED, *(path.relative_to(tree).as_posix() for path in imported)}
 
     def python_path(self, root: Path) -> list[Path]:
         """Where its code and the code it shares lie in a tree rooted at `root`."""
@@ -108,9 +124,12 @@ def previous_release(deployable: Deployable, root: Path = REPO_ROOT) -> Release:
 
 
 def changed_since(release: Release, deployable: Deployable, root: Path = REPO_ROOT) -> list[str]:
-    """Its shipped files that differ between the release's commit and the working tree
+    """Its released files, as they are now or were at the release (a module it stopped
+    importing counts too), that differ between the release's commit and the working tree
     (uncommitted and untracked files included)."""
-    paths = deployable.shipped_paths
+    with tempfile.TemporaryDirectory(prefix="petstore-release-") as then:
+        extract(release.commit, (f"{deployable.name}/src", *SHARED_ROOTS), Path(then), root)
+        paths = sorted(deployable.released_paths(root) | deployable.released_paths(Path(then)))
     changed = _git(root, "diff", "--name-only", release.commit, "--", *paths).decode().split()
     untracked = _git(root, "ls-files", "--others", "--exclude-standard", "--", *paths).decode().split()
     return sorted({*changed, *untracked})

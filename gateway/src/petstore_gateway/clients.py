@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 import grpc
 
-from petstore.order.v1 import order_service_pb2_grpc
-from petstore.pet.v1 import pet_service_pb2_grpc
-from petstore.user.v1 import user_service_pb2_grpc
+from petstore.order.v1 import order_service_pb2, order_service_pb2_grpc
+from petstore.pet.v1 import pet_service_pb2, pet_service_pb2_grpc
+from petstore.user.v1 import user_service_pb2, user_service_pb2_grpc
 from petstore_common.caller_tokens import CallerSigner
 from petstore_common.grpc_client import create_channel
 
@@ -22,9 +22,10 @@ if TYPE_CHECKING:
     from petstore.pet.v1.pet_service_pb2_grpc import PetServiceAsyncStub
     from petstore.user.v1.user_service_pb2_grpc import UserServiceAsyncStub
 
-PET_SERVICE = "petstore.pet.v1.PetService"
-ORDER_SERVICE = "petstore.order.v1.OrderService"
-USER_SERVICE = "petstore.user.v1.UserService"
+PET = pet_service_pb2.DESCRIPTOR.services_by_name["PetService"]
+ORDER = order_service_pb2.DESCRIPTOR.services_by_name["OrderService"]
+USER = user_service_pb2.DESCRIPTOR.services_by_name["UserService"]
+PET_SERVICE, ORDER_SERVICE, USER_SERVICE = PET.full_name, ORDER.full_name, USER.full_name
 SHORT_NAMES = {PET_SERVICE: "pet", ORDER_SERVICE: "order", USER_SERVICE: "user"}
 
 
@@ -42,7 +43,10 @@ class ServiceClients:
     ) -> ServiceClients:
         """Channels connect lazily, so this never blocks and never fails on a service that is down.
         `signer` signs each call's caller token (for the request's own caller)."""
-        pet, order, user = (create_channel(addr, signer=signer) for addr in (pet_addr, order_addr, user_addr))
+        pet, order, user = (
+            create_channel(addr, (service,), signer=signer)
+            for addr, service in ((pet_addr, PET), (order_addr, ORDER), (user_addr, USER))
+        )
         return cls(
             pet=pet_service_pb2_grpc.PetServiceStub(pet),
             order=order_service_pb2_grpc.OrderServiceStub(order),

@@ -22,13 +22,17 @@ import grpc
 
 from petstore.pet.v1 import pet_service_pb2, pet_service_pb2_grpc
 from petstore_common.caller_tokens import CallerSigner
-from petstore_common.contract_bounds import MAX_IDS_PER_CHECK
 from petstore_common.errors import FailedPrecondition, NotFound, Unavailable
 from petstore_common.grpc_client import create_channel
+from petstore_common.rules import field_rules
 
 if TYPE_CHECKING:
     from petstore.pet.v1.pet_service_pb2_grpc import PetServiceAsyncStub
 
+PET_SERVICE = pet_service_pb2.DESCRIPTOR.services_by_name["PetService"]
+MAX_IDS_PER_CHECK = field_rules(pet_service_pb2.FindExistingPetsRequest, "ids").repeated.max_items
+"""Pet ids one FindExistingPets call may ask about: the pet service refuses more (its proto's
+rule), so we never send more."""
 PET_SERVICE_UNAVAILABLE = "the pet service is unavailable"
 UNIMPLEMENTED_RETRY_SECONDS = 30.0
 """A pet service of an earlier release (no FindExistingPets) is asked with GetPet, one pet a
@@ -218,7 +222,7 @@ async def grpc_pet_directory(
     """A directory over one channel to `address`, closed on exit, its calls signed by `signer`
     (the issuer "order-service"). The channel connects lazily and reconnects by itself, so the
     pet service may start after (or restart under) us."""
-    async with create_channel(address, signer=signer) as channel:
+    async with create_channel(address, (PET_SERVICE,), signer=signer) as channel:
         directory = GrpcPetDirectory(channel, timeout_seconds=timeout_seconds)
         try:
             yield directory

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from petstore.user.v1 import user_pb2
-from petstore_common.contract_bounds import MAX_USERS_PER_BATCH
+from petstore.user.v1 import user_pb2, user_service_pb2
+from petstore_common.rules import field_rules
 from petstore_gateway.representations.fields import as_list, as_object, get_int, get_str
 from petstore_gateway.representations.shapes import Document, InvalidRepresentation, ListOf, Obj, Scalar
 
@@ -24,8 +24,9 @@ USER_SHAPE = Obj(
 USER = Document("User", USER_SHAPE)
 USERS = Document("users", ListOf("User", USER_SHAPE))
 
-MAX_USERS_PER_REQUEST = MAX_USERS_PER_BATCH
-"""One user service call carries them all: the service's bound is the request's."""
+MAX_USERS_PER_REQUEST = field_rules(user_service_pb2.CreateUsersRequest, "users").repeated.max_items
+"""One user service call carries them all: the service's bound (CreateUsers, in its proto) is
+the request's."""
 
 
 def user_from_wire(value: Any, *, for_create: bool, path: str = "") -> tuple[user_pb2.User, str | None]:
