@@ -538,14 +538,15 @@ async def test_a_renewal_on_its_way_is_never_cancelled(monkeypatch: pytest.Monke
 async def test_an_attempt_taken_over_cannot_take_effect(store: IdempotencyStore) -> None:
     faulty, clock, effects = FaultyStore(store), Clock(), Effects()
     faulty.down.add("renew")  # its renewals never get through: the lease runs out while it runs
-    taken_over = asyncio.Event()
+    reserved, taken_over = asyncio.Event(), asyncio.Event()
 
     async def stalled(reservation: Reservation) -> caller_pb2.Caller:
+        reserved.set()
         await taken_over.wait()
         return await effects.once(reservation)
 
     first = asyncio.create_task(run_on(Idempotency(faulty, clock=clock), stalled))
-    await asyncio.sleep(0)
+    await reserved.wait()  # the first attempt holds the key (a store's round trip may take turns)
     clock.now = T0 + LEASE
     assert await run(Idempotency(store, clock=clock), effects) == (caller_pb2.Caller(user_id=1), False)
     taken_over.set()

@@ -54,3 +54,38 @@ def test_every_run_goes_and_a_failure_names_its_folder(
     assert rows[str(failing)].endswith("FAILED (exit 1)")
     assert rows[str(passing)].endswith("passed")
     assert f"pytest failed in: {failing}\n" in out
+
+
+def measured_project(root: Path, *, tested: bool) -> Path:
+    """A product module of two functions, its tests calling one or both, and the coverage
+    settings naming it with a floor of 90%."""
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "product.py").write_text(
+        "def one() -> int:\n    return 1\n\n\ndef two() -> int:\n    return 2\n"
+    )
+    calls = "product.one() + product.two()" if tested else "product.one()"
+    tests = package(root / "product_tests")
+    (tests / "test_product.py").write_text(
+        "import sys\nsys.path.insert(0, 'src')\nimport product\n\n\n"
+        f"def test_it() -> None:\n    assert {calls}\n"
+    )
+    (root / "pyproject.toml").write_text(
+        '[tool.coverage.run]\nsource = ["src"]\nparallel = true\n\n[tool.coverage.report]\nfail_under = 90\n'
+    )
+    return tests
+
+
+@pytest.mark.parametrize(("tested", "status"), [(True, 0), (False, 1)])
+def test_with_coverage_the_total_is_reported_and_under_the_floor_fails(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tested: bool,
+    status: int,
+) -> None:
+    tests = measured_project(tmp_path, tested=tested)
+    monkeypatch.chdir(tmp_path)
+    assert test_runs.main(["--coverage", str(tests)]) == status
+    out = capsys.readouterr().out
+    assert "line coverage of the product code" in out
+    assert ("under the floor" in out) is not tested

@@ -3,9 +3,12 @@ and a failure names its folder. A folder that is not a package itself but holds 
 (tests/: e2e, faults, clients) runs as one run per package plus one for its own files; a
 project's test package (gateway/gateway_tests) is one run, subpackages and all.
 
-    python -m petstore_devstack.test_runs [--env KEY=VALUE ...] FOLDER_OR_FILE...
+    python -m petstore_devstack.test_runs [--env KEY=VALUE ...] [--coverage] FOLDER_OR_FILE...
 
-Every run goes, whatever failed before it; the exit status is 1 when any failed.
+Every run goes, whatever failed before it; the exit status is 1 when any failed. With
+--coverage each run is measured (coverage.py, the product code `[tool.coverage.run]` names in
+pyproject.toml), and the line coverage of them all together is reported at the end: the exit
+status is 1 too when it is under the floor there (`fail_under`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PYTEST = (sys.executable, "-m", "pytest", "-p", "no:cacheprovider")
+COVERAGE = (sys.executable, "-m", "coverage")
+COVERAGE_DATA = Path(".cache/coverage/data")
+"""Where the runs' measurements are kept (one file per run, combined at the end)."""
 
 
 @dataclass(frozen=True)
@@ -76,12 +82,13 @@ def plan(paths: Sequence[str]) -> list[Run]:
     return runs
 
 
-def execute(runs: Sequence[Run], env: dict[str, str]) -> list[Outcome]:
+def execute(runs: Sequence[Run], env: dict[str, str], *, measured: bool = False) -> list[Outcome]:
     outcomes = []
+    command = (*COVERAGE, "run", "--parallel-mode", "-m", *PYTEST[1:]) if measured else PYTEST
     for run in runs:
         print(f"== pytest {run.name}", flush=True)
         started = time.monotonic()
-        code = subprocess.call([*PYTEST, *run.arguments], env=env)
+        code = subprocess.call([*command, *run.arguments], env=env)
         outcome = Outcome(run, time.monotonic() - started, code)
         print(f"== {run.name}: {outcome.result} in {outcome.seconds:.1f} s", flush=True)
         outcomes.append(outcome)
@@ -96,22 +103,39 @@ def table(outcomes: Sequence[Outcome]) -> str:
     return "\n".join(lines)
 
 
+def coverage_report(env: dict[str, str]) -> bool:
+    """Combine the runs' measurements and print the files under full coverage and the total;
+    False when the total is under the floor."""
+    print("== line coverage of the product code (files fully covered left out)", flush=True)
+    subprocess.call([*COVERAGE, "combine", "--quiet"], env=env)
+    code = subprocess.call([*COVERAGE, "report", "--skip-covered", "--sort=cover"], env=env)
+    return code == 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--coverage", action="store_true", help="measure the runs and report the total")
     parser.add_argument("paths", nargs="+")
     args = parser.parse_args(argv)
     env = dict(os.environ)
     for pair in args.env:
         key, _, value = pair.partition("=")
         env[key] = value
-    outcomes = execute(plan(args.paths), env)
+    if args.coverage:
+        COVERAGE_DATA.parent.mkdir(parents=True, exist_ok=True)
+        for stale in COVERAGE_DATA.parent.glob(f"{COVERAGE_DATA.name}*"):
+            stale.unlink()
+        env["COVERAGE_FILE"] = str(COVERAGE_DATA.resolve())
+    outcomes = execute(plan(args.paths), env, measured=args.coverage)
     print(table(outcomes), flush=True)
+    covered = coverage_report(env) if args.coverage else True
+    if not covered:
+        print("line coverage is under the floor (fail_under in pyproject.toml)", flush=True)
     failed = [o.run.name for o in outcomes if o.failed]
     if failed:
         print(f"pytest failed in: {', '.join(failed)}", flush=True)
-        return 1
-    return 0
+    return 1 if failed or not covered else 0
 
 
 if __name__ == "__main__":
