@@ -297,6 +297,10 @@ async def test_find_by_status_reads_an_absent_status_as_placed(store: OrderStore
     assert await _found_ids(store, statuses=[PLACED]) == [1, 2, 4, 5]
     assert await _found_ids(store, statuses=[APPROVED, DELIVERED]) == [3, 6]
     assert await _found_ids(store, statuses=[DELIVERED, DELIVERED]) == [6]
+    # All but delivered (the open-order count's): the absent status is among them.
+    assert await _found_ids(store, statuses=[PLACED, APPROVED]) == [1, 2, 3, 4, 5]
+    assert await _found_ids(store, owner_user_id=7, statuses=[PLACED, APPROVED]) == [1, 3, 5]
+    assert await _found_ids(store, statuses=[PLACED, APPROVED, DELIVERED]) == [1, 2, 3, 4, 5, 6]
 
 
 async def test_find_filters_combine(store: OrderStore) -> None:
@@ -397,13 +401,15 @@ async def test_unsettled_lists_steps_recorded_before_a_time_oldest_first(store: 
     late = await store.create(an_order(1), step=Step.RESERVE, at=T0 + timedelta(seconds=20))
     early = await store.create(an_order(2), step=Step.RELEASE, at=T0)
     middle = await store.create(an_order(3), step=Step.RESERVE, at=T0 + timedelta(seconds=10))
+    selling = await store.create(an_order(5), step=Step.SELL, at=T0 + timedelta(seconds=5))
     await store.create(an_order(4))  # settled: never listed
 
     due = await store.unsettled(recorded_before=T0 + timedelta(seconds=15), limit=10)
     first = await store.unsettled(recorded_before=T0 + timedelta(seconds=60), limit=1)
 
-    assert [stored.order.id for stored in due] == [early.id, middle.id]
-    assert [stored.step for stored in due] == [Step.RELEASE, Step.RESERVE]
+    # Oldest first across every step, the limit over all of them.
+    assert [stored.order.id for stored in due] == [early.id, selling.id, middle.id]
+    assert [stored.step for stored in due] == [Step.RELEASE, Step.SELL, Step.RESERVE]
     assert [stored.order.id for stored in first] == [early.id]
     assert late.id not in [stored.order.id for stored in due]
 

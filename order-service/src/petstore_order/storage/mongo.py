@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection
-from datetime import datetime
+from datetime import UTC, datetime
 
 from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
@@ -130,8 +130,17 @@ class MongoOrderStore:
         return stored_order_from_document(document)
 
     async def unsettled(self, *, recorded_before: datetime, limit: int) -> list[StoredOrder]:
-        cursor = self._orders.find({STEP_AT_KEY: {"$lt": recorded_before}}).sort(STEP_AT_KEY, 1).limit(limit)
-        return [stored_order_from_document(document) async for document in cursor]
+        # One query per step, each with an equality on the step, merged: FerretDB v1 pushes no
+        # range down, and a lone `sale_step_at: {$lt: ...}` had it read every order on each
+        # recovery pass; the step's equality it filters in the database, leaving it only the
+        # unfinished sales to read. On MongoDB each is a range on the sale_step_at index.
+        async def of_step(step: Step) -> list[Document]:
+            query = {STEP_KEY: step.value, STEP_AT_KEY: {"$lt": recorded_before}}
+            return [document async for document in self._orders.find(query).sort(STEP_AT_KEY, 1).limit(limit)]
+
+        found = [document for documents in [await of_step(step) for step in Step] for document in documents]
+        found.sort(key=lambda document: _aware(document[STEP_AT_KEY]))
+        return [stored_order_from_document(document) for document in found[:limit]]
 
     async def find(
         self,
@@ -151,13 +160,40 @@ class MongoOrderStore:
             wanted = set(statuses)
             if order_pb2.ORDER_STATUS_PLACED in wanted:  # an order stored without a status is placed
                 wanted.add(order_pb2.ORDER_STATUS_UNSPECIFIED)
-            query["$or"] = [_status_is(status) for status in sorted(wanted)]
+            query |= _statuses_are(wanted)
         cursor = self._orders.find(query).sort("_id", 1).limit(limit)
         return [order_from_document(document) async for document in cursor]
 
 
+def _aware(moment: datetime) -> datetime:
+    """A stored time as an aware UTC one (a client without tz_aware reads naive ones)."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 def _step_is(step: Step | None) -> Document:
     return {STEP_KEY: step.value} if step is not None else {STEP_KEY: {"$exists": False}}
+
+
+STORED_STATUSES: frozenset[Status] = frozenset({*STATUS_NAMES, order_pb2.ORDER_STATUS_UNSPECIFIED})
+"""Every status a stored order can have (unspecified: stored without one)."""
+
+
+def _statuses_are(wanted: Collection[Status]) -> Document:
+    """Matches an order whose status is one of `wanted`, in the shape FerretDB v1 filters in
+    PostgreSQL where one exists: it pushes down an equality or a `$ne` on a top-level field but
+    never an `$or` (it would read every order of the rest of the filter, e.g. all a customer's
+    orders for the open-order count, and filter them itself). One status is an equality; all
+    but one named status (the open orders: not delivered) is a `$ne`, which also matches an
+    absent status as the complement should. MongoDB serves each from the status indexes."""
+    wanted = set(wanted)
+    if wanted >= STORED_STATUSES:
+        return {}
+    if len(wanted) == 1:
+        return _status_is(next(iter(wanted)))
+    excluded = STORED_STATUSES - wanted
+    if len(excluded) == 1 and (name := STATUS_NAMES.get(next(iter(excluded)))) is not None:
+        return {"status": {"$ne": name}}
+    return {"$or": [_status_is(status) for status in sorted(wanted)]}
 
 
 def _status_is(status: Status) -> Document:

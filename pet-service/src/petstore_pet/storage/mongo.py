@@ -7,6 +7,7 @@ evaluates an update's filter and its write in two steps).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Collection
 
 from pymongo import ReturnDocument
@@ -83,8 +84,16 @@ class MongoPetStore:
         return pet_from_document(document)
 
     async def existing(self, pet_ids: Collection[int]) -> set[int]:
-        found = self._pets.find({"_id": {"$in": list(pet_ids)}}, projection={"_id": True})
-        return {document["_id"] async for document in found}
+        # One `_id` equality per pet, sent together, not one `_id: {$in: ...}`: FerretDB v1
+        # does not push `$in` down and would read and filter every pet (measured: 300 ms at
+        # 3,000 pets); an equality it filters in PostgreSQL. On MongoDB both are `_id` index
+        # look-ups; a call asks about the orders waiting at one moment, usually a few.
+        async def exists(pet_id: int) -> bool:
+            return await self._pets.find_one({"_id": pet_id}, projection={"_id": True}) is not None
+
+        distinct = list(set(pet_ids))
+        found = await asyncio.gather(*(exists(pet_id) for pet_id in distinct))
+        return {pet_id for pet_id, present in zip(distinct, found, strict=True) if present}
 
     async def create(self, pet: pet_pb2.Pet) -> pet_pb2.Pet:
         document = pet_to_document(pet) | {VERSION_KEY: FIRST_VERSION}

@@ -16,6 +16,7 @@ logged with both ids. Both stay reachable: a look-up prefers the exact username,
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from collections.abc import Collection, Sequence
@@ -149,9 +150,10 @@ class MongoUserStore:
                     raise AlreadyExists(in_batch(index, exc.message)) from None
         except BaseException:
             if created:
-                ids = [user.id for user in created]
-                await self._users.delete_many({"_id": {"$in": ids}})
-                await self._sessions.delete_many({"user_id": {"$in": ids}})  # a login may have been quick
+                # One id at a time (equalities FerretDB v1 filters in PostgreSQL; `$in` it does not).
+                for user in created:
+                    await self._users.delete_one({"_id": user.id})
+                    await self._sessions.delete_many({"user_id": user.id})  # a login may have been quick
             raise
         return created
 
@@ -327,25 +329,32 @@ class MongoUserStore:
         return result.deleted_count
 
     async def _find(self, username: str) -> Document:
-        """The exact username's user, else the one whose key it has (see the module)."""
-        query: Document = {"$or": [{"username": username}, {USERNAME_KEY: username_key(username)}], **LIVE}
-        found = [document async for document in self._users.find(query).limit(2)]
-        if not found:
+        """The exact username's user, else the one whose key it has (see the module). Two
+        equalities in turn, not one `$or`: FerretDB v1 pushes no `$or` down and would read every
+        user on each sign-in; both are unique-index look-ups on MongoDB."""
+        found = await self._users.find_one({"username": username, **LIVE})
+        if found is None:
+            found = await self._users.find_one({USERNAME_KEY: username_key(username), **LIVE})
+        if found is None:
             raise NotFound(not_found(username))
-        return next((document for document in found if document["username"] == username), found[0])
+        return found
 
     async def _check_none_taken(self, accounts: Sequence[Account]) -> None:
         """AlreadyExists naming the first user whose username or id is stored already."""
-        keys = [username_key(account.user.username) for account in accounts]
-        ids = [account.user.id for account in accounts if account.user.HasField("id")]
-        query: Document = {USERNAME_KEY: {"$in": keys}}
-        if ids:
-            query = {"$or": [query, {"_id": {"$in": ids}}]}
-        taken_names: set[str] = set()
-        taken_ids: set[int] = set()
-        async for document in self._users.find(query, projection={USERNAME_KEY: 1}):
-            taken_names.add(document[USERNAME_KEY])
-            taken_ids.add(document["_id"])
+        keys = sorted({username_key(account.user.username) for account in accounts})
+        ids = sorted({account.user.id for account in accounts if account.user.HasField("id")})
+
+        # One equality per key and per id, sent together, not `$in`s under an `$or`: FerretDB v1
+        # pushes neither down and would read every user; on MongoDB each is an index look-up.
+        async def taken(field: str, value: object) -> bool:
+            return await self._users.find_one({field: value}, projection={"_id": 1}) is not None
+
+        names_found, ids_found = await asyncio.gather(
+            asyncio.gather(*(taken(USERNAME_KEY, key) for key in keys)),
+            asyncio.gather(*(taken("_id", user_id) for user_id in ids)),
+        )
+        taken_names = {key for key, found in zip(keys, names_found, strict=True) if found}
+        taken_ids = {user_id for user_id, found in zip(ids, ids_found, strict=True) if found}
         for index, account in enumerate(accounts):
             if account.user.HasField("id") and account.user.id in taken_ids:
                 raise AlreadyExists(in_batch(index, id_taken(account.user.id)))
