@@ -7,12 +7,17 @@ import logging
 import sys
 
 from aiohttp import web
-from aiohttp.http_exceptions import LineTooLong
 from aiohttp.test_utils import TestClient, TestServer
 
 from petstore_devstack.doc_tables import documentation_words
+from petstore_gateway.aiohttp_adapter import LineTooLong
 from petstore_gateway.errors import IN_PROGRESS_RETRY_AFTER, UNAVAILABLE_RETRY_AFTER
-from petstore_gateway.serving import DRAIN_NOTICE_SECONDS, InFlight, MalformedRequestLogFilter
+from petstore_gateway.serving import (
+    DRAIN_NOTICE_SECONDS,
+    InFlight,
+    MalformedRequestLogFilter,
+    _close_idle_connections,
+)
 
 
 async def test_idle_waits_for_the_request_being_handled() -> None:
@@ -102,3 +107,45 @@ async def test_answers_during_the_drain_close_their_connection_and_say_so() -> N
         in_flight.draining = True
         during = await client.get("/")
         assert (during.status, during.headers.get("Connection")) == (200, "close")
+
+
+async def test_the_drain_closes_idle_connections_at_the_notice_and_answers_busy_ones() -> None:
+    """From a client's side: its idle keep-alive connection is closed when the notice ends
+    (not left open and deaf until the clean-up); one whose request is being handled gets its
+    answer."""
+    in_flight = InFlight()
+    release = asyncio.Event()
+    app = web.Application(middlewares=[in_flight.middleware])
+
+    async def slow(request: web.Request) -> web.Response:
+        await release.wait()
+        return web.Response(text="late")
+
+    async def hello(request: web.Request) -> web.Response:
+        return web.Response(text="hi")
+
+    app.router.add_get("/slow", slow)
+    app.router.add_get("/", hello)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        idle_reader, idle_writer = await asyncio.open_connection("127.0.0.1", site.port)
+        idle_writer.write(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        await asyncio.wait_for(idle_reader.readuntil(b"hi"), 2)
+        busy_reader, busy_writer = await asyncio.open_connection("127.0.0.1", site.port)
+        busy_writer.write(b"GET /slow HTTP/1.1\r\nHost: t\r\n\r\n")
+        async with asyncio.timeout(2):
+            while not in_flight.busy:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
+        assert runner.server is not None
+        await _close_idle_connections(runner.server, in_flight, 0.05)
+        assert await asyncio.wait_for(idle_reader.read(), 1) == b""  # closed at the notice's end
+        release.set()
+        assert (await asyncio.wait_for(busy_reader.readuntil(b"late"), 2)).endswith(b"late")
+        idle_writer.close()
+        busy_writer.close()
+    finally:
+        release.set()
+        await runner.cleanup()

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from aiohttp.web_protocol import RequestHandler
+from aiohttp.web import RequestHandler
 from openapi_spec_validator import validate
 
 from petstore.order.v1 import order_pb2

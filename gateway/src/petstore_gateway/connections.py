@@ -23,6 +23,10 @@ may hold about 1 MiB. Here a RequestHandler subclass adds:
 - aiohttp's answer to a request it cannot parse (handle_error, its public hook) is the
   product's JSON error body with nosniff, by the error's type, never quoting the bytes sent.
 
+What the guards need to know of aiohttp's parsing (is a head complete, which body stream is
+its, is aiohttp still taking requests) has no public API: aiohttp_adapter.py is the one module
+that reads it from aiohttp's internals; this one uses that module and aiohttp's public API.
+
 Each cut is one WARNING line naming the reason and the peer address, without a traceback.
 Checks are timer handles armed on arrival of data and re-armed at their deadline, as aiohttp's
 own keep-alive check is: no per-chunk rescheduling.
@@ -40,13 +44,14 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from aiohttp import web
-from aiohttp.http_exceptions import HttpProcessingError
-from aiohttp.http_parser import RawRequestMessage
-from aiohttp.streams import StreamReader
-from aiohttp.web_protocol import RequestHandler
-from aiohttp.web_request import BaseRequest
+from aiohttp import StreamReader, web
 
+from petstore_gateway.aiohttp_adapter import (
+    AdaptedAppRunner,
+    AdaptedHandler,
+    HttpProcessingError,
+    RawRequestMessage,
+)
 from petstore_gateway.errors import UNAVAILABLE_RETRY_AFTER
 from petstore_gateway.head_limits import AIOHTTP_PARSER_LIMITS, MAX_HEAD_BYTES, MAX_HEAD_LINES, HeadLedger
 from petstore_gateway.keys import SETTINGS
@@ -120,7 +125,7 @@ def _content_length(message: RawRequestMessage) -> int | None:
     return int(value) if value.isdigit() else 0
 
 
-class GuardedRequestHandler(RequestHandler):
+class GuardedRequestHandler(AdaptedHandler):
     __slots__ = (
         "_body_deadlines",
         "_body_handle",
@@ -148,7 +153,7 @@ class GuardedRequestHandler(RequestHandler):
         self._head_handle: asyncio.TimerHandle | None = None
         self._body_handle: asyncio.TimerHandle | None = None
         self._linger_handle: asyncio.TimerHandle | None = None
-        self._last_data = self._loop.time()
+        self._last_data = self.loop.time()
         # The head being received: open in the ledger, its bytes and lines so far, and its last
         # 3 bytes (a head end split across reads).
         self._head_open = False
@@ -172,9 +177,9 @@ class GuardedRequestHandler(RequestHandler):
         if not data:  # aiohttp re-parses its buffer with b"" on resuming: no news from the client
             super().data_received(data)
             return
-        now = self._loop.time()
+        now = self.loop.time()
         self._last_data = now
-        while data and not (self._force_close or self._close):
+        while data and not self.closing:
             data = self._feed_body(data, now) if self._in_body() else self._feed_head(data, now)
 
     def _in_body(self) -> bool:
@@ -196,10 +201,10 @@ class GuardedRequestHandler(RequestHandler):
             self._refuse_head(*refusal)
             return b""
         if self._head_handle is None:
-            self._head_handle = self._loop.call_at(now + self._timeouts.header_seconds, self._check_head)
-        count = self._request_count
+            self._head_handle = self.loop.call_at(now + self._timeouts.header_seconds, self._check_head)
+        count = self.parsed_count
         super().data_received(piece)
-        if self._request_count == count:  # still unfinished (or blank lines before a head)
+        if self.parsed_count == count:  # still unfinished (or blank lines before a head)
             self._head_tail = (self._head_tail + piece)[-(len(HEAD_END) - 1) :]
             return rest
         self._head_done()
@@ -211,23 +216,24 @@ class GuardedRequestHandler(RequestHandler):
         """The message aiohttp parsed last becomes the one whose body is being received, if it
         has one; False when aiohttp could not parse it (it answers and closes). `fed_whole`: it
         came in a read fed to the parser whole, so how much of its body came is not known."""
-        message, payload = self._messages[-1] if self._messages else (None, None)
-        if not isinstance(message, RawRequestMessage):
+        parsed = self.newest_parsed()
+        if parsed is None:
             return False
-        if isinstance(payload, StreamReader) and not payload.is_eof():
+        message, payload = parsed
+        if not payload.is_eof():
             self._body_payload = payload
             length = _content_length(message)
             # A body that began in a read fed whole: its end is found as a chunked one's is.
             self._body_left = None if fed_whole else length
             self._body_deadlines[id(payload)] = now + self._timeouts.body_deadline_seconds(length)
             if self._body_handle is None and body_started:
-                self._body_handle = self._loop.call_at(now + self._timeouts.body_seconds, self._check_body)
+                self._body_handle = self.loop.call_at(now + self._timeouts.body_seconds, self._check_body)
         return True
 
     def _feed_body(self, data: bytes, now: float) -> bytes:
         """Feed the body part of `data`; what follows the body's end."""
         if self._body_handle is None:
-            self._body_handle = self._loop.call_at(now + self._timeouts.body_seconds, self._check_body)
+            self._body_handle = self.loop.call_at(now + self._timeouts.body_seconds, self._check_body)
         left = self._body_left
         if left is not None:
             piece, rest = data[:left], data[left:]
@@ -235,14 +241,14 @@ class GuardedRequestHandler(RequestHandler):
             super().data_received(piece)
             return rest
         payload = self._body_payload
-        count = self._request_count
+        count = self.parsed_count
         super().data_received(data)
         if payload is None or not payload.is_eof():
             return b""
         # The body ended in this read, and the parser has taken what followed: requests
         # pipelined behind it, and the start of the next head after the read's last blank line.
         self._body_done(payload)
-        if self._request_count != count and not self._adopt_newest_message(
+        if self.parsed_count != count and not self._adopt_newest_message(
             now, fed_whole=True, body_started=True
         ):
             return b""
@@ -286,7 +292,7 @@ class GuardedRequestHandler(RequestHandler):
             return
         self._head_tail = piece[-(len(HEAD_END) - 1) :]
         if self._head_handle is None:
-            self._head_handle = self._loop.call_at(now + self._timeouts.header_seconds, self._check_head)
+            self._head_handle = self.loop.call_at(now + self._timeouts.header_seconds, self._check_head)
 
     def _head_done(self) -> None:
         if self._head_open:
@@ -304,16 +310,14 @@ class GuardedRequestHandler(RequestHandler):
         cut(message, self._peer, status)
         self._head_done()
         transport = self.transport
-        if transport is None or self._current_request is not None or self._messages:
+        if transport is None or self.handling is not None or self.queued:
             self.force_close()
             return
-        self._force_close = True  # aiohttp parses no more, and its request loop ends
-        if self._waiter is not None:
-            self._waiter.cancel()
+        self.stop_taking_requests()  # aiohttp parses no more, and its request loop ends
         transport.write(raw_error(status, message, retry_after=retry_after))
         if transport.can_write_eof():
             transport.write_eof()
-        self._linger_handle = self._loop.call_later(REFUSAL_LINGER_SECONDS, transport.close)
+        self._linger_handle = self.loop.call_later(REFUSAL_LINGER_SECONDS, transport.close)
 
     def _cancel_head_check(self) -> None:
         if self._head_handle is not None:
@@ -322,7 +326,7 @@ class GuardedRequestHandler(RequestHandler):
 
     def _check_head(self) -> None:
         self._head_handle = None
-        if self._force_close or not self._head_open:
+        if self.closing or not self._head_open:
             return
         self._refuse_head(408, HEAD_TIMED_OUT, None)
 
@@ -330,17 +334,17 @@ class GuardedRequestHandler(RequestHandler):
 
     def _check_body(self) -> None:
         self._body_handle = None
-        if self.transport is None or self._force_close:
+        if self.transport is None or self.closing:
             return
-        request = self._current_request
+        request = self.handling
         if request is None:
-            if self._messages:  # a pipelined request not yet started: look again later
-                self._body_handle = self._loop.call_later(self._timeouts.body_seconds, self._check_body)
+            if self.queued:  # a pipelined request not yet started: look again later
+                self._body_handle = self.loop.call_later(self._timeouts.body_seconds, self._check_body)
             return
         body = request.content
         if body.is_eof() or body.exception() is not None:
             return
-        now = self._loop.time()
+        now = self.loop.time()
         complete_by = self._body_deadlines.get(id(body))
         if not self.transport.is_reading():  # paused by the gateway: the client is not late
             self._last_data = now
@@ -353,7 +357,7 @@ class GuardedRequestHandler(RequestHandler):
             self._body_timed_out(body, "the body was not complete in time")
             return
         next_check = silent_until if complete_by is None else min(silent_until, complete_by)
-        self._body_handle = self._loop.call_at(next_check, self._check_body)
+        self._body_handle = self.loop.call_at(next_check, self._check_body)
 
     def _body_timed_out(self, body: StreamReader, reason: str) -> None:
         cut(f"request body timed out: {reason}", self._peer)
@@ -361,22 +365,12 @@ class GuardedRequestHandler(RequestHandler):
 
     # --- aiohttp's answer to what it cannot parse ----------------------------------------------
 
-    def handle_error(
-        self,
-        request: BaseRequest,
-        status: int = 500,
-        exc: BaseException | None = None,
-        message: str | None = None,
-    ) -> web.StreamResponse:
-        """aiohttp's hook for the answer to a request it could not parse (and to a handler that
-        failed outside the middlewares): the product's error body, by the error's type."""
-        if not isinstance(exc, HttpProcessingError):
-            super().handle_error(request, status, exc, message)  # logs it, with its traceback
+    def unparsable_answer(self, status: int, exc: BaseException | None) -> web.StreamResponse:
+        """The answer to a request aiohttp could not parse (and to a handler that failed
+        outside the middlewares): the product's error body, by the error's type."""
         status, text = parse_failure(exc, status)
         if isinstance(exc, HttpProcessingError):
             cut(f"{text} ({type(exc).__name__})", self._peer, status)  # what the client was told
-        if request.writer.output_size > 0:  # as aiohttp: an answer has begun, none can follow
-            raise ConnectionError("an answer has begun: no error answer can follow")
         return failure_response(status, text)
 
     def connection_lost(self, exc: BaseException | None) -> None:
@@ -391,31 +385,13 @@ class GuardedRequestHandler(RequestHandler):
         super().connection_lost(exc)
 
 
-class GuardedServer(web.Server):
-    """aiohttp's Server, making GuardedRequestHandlers that share one HeadLedger."""
+class GuardedAppRunner(AdaptedAppRunner):
+    """An AppRunner whose connections keep the guards, sharing one HeadLedger. aiohttp's own
+    keep-alive clock is the idle timeout; an unread body is drained for at most the body
+    timeout before its connection is closed (aiohttp's lingering time); aiohttp's parser limits
+    come from head_limits."""
 
-    def __init__(self, made: web.Server, timeouts: ConnectionTimeouts, ledger: HeadLedger) -> None:
-        super().__init__(
-            made.request_handler,
-            request_factory=made.request_factory,
-            handler_cancellation=made.handler_cancellation,
-            **made._kwargs,  # what AppRunner and the app passed on to each handler
-        )
-        self.timeouts = timeouts
-        self.ledger = ledger
-
-    def __call__(self) -> RequestHandler:
-        return GuardedRequestHandler(
-            self, loop=self._loop, timeouts=self.timeouts, ledger=self.ledger, **self._kwargs
-        )
-
-
-class GuardedAppRunner(web.AppRunner):
-    """An AppRunner whose connections keep the guards. aiohttp's own keep-alive clock is the
-    idle timeout; an unread body is drained for at most the body timeout before its connection
-    is closed (aiohttp's lingering time); aiohttp's parser limits come from head_limits."""
-
-    __slots__ = ("_timeouts",)
+    __slots__ = ("_ledger", "_timeouts")
 
     def __init__(self, app: web.Application, *, timeouts: ConnectionTimeouts, **kwargs: Any) -> None:
         super().__init__(
@@ -428,7 +404,7 @@ class GuardedAppRunner(web.AppRunner):
             **kwargs,
         )
         self._timeouts = timeouts
+        self._ledger = HeadLedger(app[SETTINGS].trusted_proxies)
 
-    async def _make_server(self) -> web.Server:
-        ledger = HeadLedger(self.app[SETTINGS].trusted_proxies)
-        return GuardedServer(await super()._make_server(), self._timeouts, ledger)
+    def make_handler(self, server: web.Server, **kwargs: Any) -> GuardedRequestHandler:
+        return GuardedRequestHandler(server, timeouts=self._timeouts, ledger=self._ledger, **kwargs)

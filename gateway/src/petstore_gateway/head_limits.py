@@ -43,7 +43,7 @@ MAX_UNFINISHED_HEAD_BYTES = 128 * MAX_HEAD_BYTES
 
 @dataclass(frozen=True, slots=True)
 class ParserLimits:
-    """aiohttp's parser limits (RequestHandler keywords)."""
+    """aiohttp's parser limits (keywords of its AppRunner, passed on to each connection)."""
 
     max_line_size: int
     max_field_size: int
@@ -57,7 +57,7 @@ AIOHTTP_PARSER_LIMITS = ParserLimits(
     max_field_size=MAX_HEAD_BYTES,
     max_headers=MAX_HEADER_FIELDS,
 )
-"""aiohttp's parser limits (RequestHandler keywords), from the same bounds."""
+"""aiohttp's parser limits (AppRunner keywords), from the same bounds."""
 
 
 class HeadLedger:

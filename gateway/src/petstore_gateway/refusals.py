@@ -2,9 +2,9 @@
 in the product's error body (ApiResponse JSON) and never echoing the client's bytes.
 
 Two kinds: raw bytes written to the transport where no request exists yet (a head that is too
-large, too slow, or one connection too many), and the Response aiohttp's
-RequestHandler.handle_error returns for a request it could not parse (aiohttp's own is plain
-text that quotes the offending line, credentials and all).
+large, too slow, or one connection too many), and the Response answering a request aiohttp
+could not parse (aiohttp's own is plain text that quotes the offending line, credentials and
+all). aiohttp's parser errors come through aiohttp_adapter.py (not all are exported).
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from __future__ import annotations
 from http import HTTPStatus
 
 from aiohttp import web
-from aiohttp.http_exceptions import (
+
+from petstore_gateway.aiohttp_adapter import (
+    TOO_MANY_HEADERS,
     BadHttpMessage,
     BadHttpMethod,
     BadStatusLine,
@@ -21,7 +23,6 @@ from aiohttp.http_exceptions import (
     InvalidURLError,
     LineTooLong,
 )
-
 from petstore_gateway.head_limits import MAX_HEAD_BYTES, MAX_HEAD_LINES, MAX_HEADER_FIELDS
 from petstore_gateway.negotiation import BodyFormat
 from petstore_gateway.representations.api_response import API_RESPONSE, error_body
@@ -67,7 +68,7 @@ def parse_failure(exc: BaseException | None, status: int) -> tuple[int, str]:
         return 400, "malformed request target"
     if isinstance(exc, InvalidHeader):
         return 400, "malformed request header"
-    if isinstance(exc, BadHttpMessage) and exc.message == "Too many headers received":
+    if isinstance(exc, BadHttpMessage) and exc.message == TOO_MANY_HEADERS:
         return 431, HEAD_TOO_LONG
     if isinstance(exc, HttpProcessingError):
         return 400, "malformed request"

@@ -26,8 +26,7 @@ import signal
 from collections.abc import Callable
 
 from aiohttp import hdrs, web
-from aiohttp.base_protocol import BaseProtocol
-from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.http import HttpProcessingError
 from aiohttp.typedefs import Handler
 
 from petstore_common.diagnostics import STOP_MARGIN_SECONDS, dump_stacks_on_signal, exit_after
@@ -47,7 +46,7 @@ class InFlight:
     def __init__(self) -> None:
         self.count = 0
         self.draining = False
-        self.busy: set[BaseProtocol] = set()
+        self.busy: set[web.RequestHandler] = set()
         """The connections whose request is being handled."""
         self._idle = asyncio.Event()
         self._idle.set()
@@ -154,4 +153,6 @@ async def _close_idle_connections(server: web.Server, in_flight: InFlight, notic
         await asyncio.sleep(DRAIN_POLL_SECONDS)
     for connection in server.connections:
         if connection not in in_flight.busy:
-            connection.close()
+            # force_close: aiohttp's close() on an idle connection only stops its request loop;
+            # the socket would stay open, deaf, until the clean-up.
+            connection.force_close()
