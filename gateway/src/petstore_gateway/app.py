@@ -30,10 +30,11 @@ from petstore_gateway.keys import (
     SETTINGS,
 )
 from petstore_gateway.metrics import GatewayMetrics
-from petstore_gateway.middlewares import MIDDLEWARES
-from petstore_gateway.operations import API_PREFIX, Operation, api_app
+from petstore_gateway.middlewares import unrouted_middleware
+from petstore_gateway.operations import API_PREFIX, OPERATION_OF_ROUTE, Operation, api_app
 from petstore_gateway.pet_cache import PetCache
 from petstore_gateway.pet_watch import PetWatcher
+from petstore_gateway.pipeline import build_pipeline
 from petstore_gateway.ratelimit import RateLimits
 from petstore_gateway.routes import OPERATIONS
 from petstore_gateway.rpc import call_service
@@ -50,9 +51,7 @@ def create_app(
     Without `clients` it opens channels to the configured services on start-up, their calls
     signed with CALLER_SIGNING_KEY (SettingsError without one), and closes them on clean-up;
     tests pass clients of their own (and close them)."""
-    app = web.Application(
-        middlewares=MIDDLEWARES, client_max_size=settings.max_body_bytes, client_max_fields=MAX_FORM_FIELDS
-    )
+    app = web.Application(client_max_size=settings.max_body_bytes, client_max_fields=MAX_FORM_FIELDS)
     app[BODY_BUDGET] = BodyBudget(settings.body_buffer_bytes, settings.max_body_bytes)
     app[SETTINGS] = settings
     caching.install(app)
@@ -88,8 +87,15 @@ def create_app(
     app.cleanup_ctx.append(_pet_watch)
     app.add_routes(health.routes)
     app.add_routes(entry_routes)  # before the API: API_PREFIX itself is one of them
-    api = api_app(operations)
+    # Each operation's request steps are built once, here, from its declaration (pipeline.py);
+    # the app's one middleware runs the lean steps for whatever no operation serves.
+    api = api_app(operations, wrap=lambda op: build_pipeline(op, app).serving(op.handler))
+    pipelined: dict[web.AbstractRoute, Operation] = api[OPERATION_OF_ROUTE]
+    app.middlewares.append(unrouted_middleware(build_pipeline(None, app).run, pipelined))
     api.add_routes(apidoc_routes)
+    # What a cached read looks up on every request, on the API's app too (the same object):
+    # request.config_dict finds it in its first map rather than after a KeyError there.
+    api[PET_CACHE] = app[PET_CACHE]
     app.add_subapp(API_PREFIX, api)
     return app
 

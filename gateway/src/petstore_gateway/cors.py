@@ -1,4 +1,4 @@
-"""CORS for browser clients, as pure functions (the middleware is in middlewares.py).
+"""CORS for browser clients, as pure functions (the CORS step is in pipeline.py).
 
 No credentials are involved (api_key and Authorization are headers, not cookies), so "*" is safe as the
 default. With a list of origins the matching one is echoed and `Vary: Origin` keeps caches

@@ -27,6 +27,6 @@ BODY_BUDGET = web.AppKey("body_budget", BodyBudget)
 """Request-body bytes held at once across all connections."""
 
 RESPONSE_TYPE = web.RequestKey("response_type", ResponseType)
-"""The representation negotiated from Accept, set by the negotiation middleware."""
+"""The representation negotiated from Accept, set by the negotiation step (pipeline.py)."""
 PRINCIPAL = web.RequestKey("principal", Principal)
-"""Who made the request (staff, a customer or anonymous); set by the auth middleware."""
+"""Who made the request (staff, a customer or anonymous); set by the auth step (pipeline.py)."""

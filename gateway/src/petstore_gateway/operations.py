@@ -11,7 +11,7 @@ service that owns it, from the Caller it receives.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
@@ -20,7 +20,6 @@ from typing import Any
 import grpc
 from aiohttp import web
 from aiohttp.typedefs import Handler
-from aiohttp.web_urldispatcher import AbstractRoute
 
 from petstore_gateway.errors import NO_OVERRIDES, Overrides, http_status_for
 from petstore_gateway.idempotency import KEY_REUSED_IS_422
@@ -46,7 +45,7 @@ Json = dict[str, Any]
 
 
 class Access(Enum):
-    """Who may call an operation, by kind of caller: applied by the auth middleware before a
+    """Who may call an operation, by kind of caller: applied by the auth step (pipeline.py) before a
     body is read, and the source of each operation's `security`, 401 and 403 in the description."""
 
     OPEN = "open"
@@ -118,20 +117,24 @@ class Operation:
         return overrides
 
 
-OPERATION_OF_ROUTE = web.AppKey("operation_of_route", dict[AbstractRoute, Operation])
+OPERATION_OF_ROUTE = web.AppKey("operation_of_route", dict[web.AbstractRoute, Operation])
 """Set on the API's sub-application (and only there): which operation each of its routes serves."""
 
 
-def api_app(operations: Iterable[Operation]) -> web.Application:
+def api_app(
+    operations: Iterable[Operation], wrap: Callable[[Operation], Handler] = lambda op: op.handler
+) -> web.Application:
     """The sub-application serving `operations`, to be mounted at API_PREFIX; it knows the
-    operation of each of its routes (a GET's HEAD route too)."""
+    operation of each of its routes (a GET's HEAD route too). Each route's handler is
+    `wrap(op)`: create_app wraps each handler in the operation's request pipeline (pipeline.py)."""
     api = web.Application()
-    routes: dict[AbstractRoute, Operation] = {}
+    routes: dict[web.AbstractRoute, Operation] = {}
     for op in operations:
         resource = api.router.add_resource(op.path)
+        handler = wrap(op)
         if op.method == "GET":
-            routes[resource.add_route("HEAD", op.handler)] = op
-        routes[resource.add_route(op.method, op.handler)] = op
+            routes[resource.add_route("HEAD", handler)] = op
+        routes[resource.add_route(op.method, handler)] = op
     api[OPERATION_OF_ROUTE] = routes
     return api
 
@@ -158,6 +161,16 @@ def _routed(request: web.Request) -> _Routed:
             routed = _Routed(operations.get(request.match_info.route), in_api=True)
         request[_ROUTED] = routed
     return routed
+
+
+def routed_marker(op: Operation) -> Callable[[web.Request], None]:
+    """What records that `op` serves a request, for its pipeline, which knows without a look-up."""
+    routed = _Routed(op, in_api=True)
+
+    def mark(request: web.Request) -> None:
+        request[_ROUTED] = routed
+
+    return mark
 
 
 def operation_of(request: web.Request) -> Operation | None:

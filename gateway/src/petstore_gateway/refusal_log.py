@@ -36,7 +36,7 @@ class Refusal:
 
 
 REFUSAL = web.RequestKey("refusal", Refusal)
-"""Set by the error middleware on the request it answers with an error."""
+"""Set by the error step (pipeline.py) on the request it answers with an error."""
 
 
 def caller_kind(request: web.Request) -> str:
