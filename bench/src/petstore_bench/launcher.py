@@ -3,9 +3,9 @@
 - PETSTORE_BENCH_MODULE: the module it runs as `python -m` would (petstore_gateway, petstore_pet...).
 - PETSTORE_BENCH_UVLOOP=1: on uvloop's event loop (to measure whether that helps).
 - PETSTORE_BENCH_PROFILE=<path without suffix>: pyinstrument samples the main thread (wall clock,
-  so the event loop's idle wait shows as such) from SIGUSR1 to SIGUSR2, which the bench sends
-  around one scenario's measured run, and writes <path>.html and <path>.txt (at exit if
-  SIGUSR2 never comes); the text holds the call tree, self time by function, and the call
+  so the event loop's idle wait shows as such) from PROFILE_START to PROFILE_STOP, which the
+  bench sends around one scenario's measured run, and writes <path>.html and <path>.txt (at
+  exit if PROFILE_STOP never comes); the text holds the call tree, self time by function, and the call
   tree with library frames shown.
 """
 
@@ -21,6 +21,10 @@ from types import FrameType
 from pyinstrument import Profiler
 
 PROFILE_INTERVAL_S = 0.001
+# Real-time signals nobody else uses: SIGUSR1 is the processes' own stack dump
+# (petstore_common.diagnostics), which would take it over when the process starts.
+PROFILE_START = signal.SIGRTMIN + 1
+PROFILE_STOP = signal.SIGRTMIN + 2
 
 
 class SignalledProfiler:
@@ -56,8 +60,8 @@ def main() -> None:
     output = os.environ.get("PETSTORE_BENCH_PROFILE")
     profiler = SignalledProfiler(Path(output)) if output else None
     if profiler is not None:
-        signal.signal(signal.SIGUSR1, profiler.start)
-        signal.signal(signal.SIGUSR2, profiler.stop_and_write)
+        signal.signal(PROFILE_START, profiler.start)
+        signal.signal(PROFILE_STOP, profiler.stop_and_write)
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
     finally:

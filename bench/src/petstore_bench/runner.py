@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from petstore_bench import data, mixed, orderpool, procmem, wrk
+from petstore_bench.launcher import PROFILE_START, PROFILE_STOP
 from petstore_bench.report import RunResults
 from petstore_bench.scenarios import BASELINE, BY_KEY, Scenario
 from petstore_devstack.ferretdb import running_ferretdb
@@ -576,11 +577,11 @@ def _load_order_pool(
 def _profiling(stack: Stack, name: str) -> Callable[[], contextlib.AbstractContextManager[None]]:
     @contextlib.contextmanager
     def around() -> Iterator[None]:
-        stack.signal(name, signal.SIGUSR1)
+        stack.signal(name, PROFILE_START)
         try:
             yield
         finally:
-            stack.signal(name, signal.SIGUSR2)
+            stack.signal(name, PROFILE_STOP)
 
     return around
 
