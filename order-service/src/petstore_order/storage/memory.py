@@ -5,6 +5,7 @@ No method awaits while it reads or writes, so on one event loop each call is ato
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Collection
 from datetime import datetime
@@ -27,6 +28,11 @@ from petstore_order.storage.base import (
 class MemoryOrderStore:
     def __init__(self) -> None:
         self._orders: dict[int, order_pb2.Order] = {}
+        # Order ids in order, all of them and each customer's: a list reads a page from where
+        # it left off (bisect), never sorting or walking the others' orders (MongoDB's indexes
+        # on _id and on owner_user_id do the same).
+        self._ids: list[int] = []
+        self._owned: dict[int, list[int]] = {}
         self._last_assigned_id = 0
         self._steps: dict[int, tuple[Step, datetime]] = {}
         """Order id -> the step of its sale under way, and when it was recorded."""
@@ -86,6 +92,8 @@ class MemoryOrderStore:
         else:
             stored.id = self._draw_id()
         self._orders[stored.id] = stored
+        for ids in self._lists_of(stored):
+            bisect.insort(ids, stored.id)
         if step is not None:
             assert at is not None, "a step is recorded with its time"
             self._steps[stored.id] = (step, at)
@@ -96,6 +104,10 @@ class MemoryOrderStore:
         if (only_if is not None and stored.status != only_if) or self._step(order_id) != step:
             return False
         del self._orders[order_id]
+        for ids in self._lists_of(stored):
+            del ids[bisect.bisect_left(ids, order_id)]
+        if stored.HasField("owner_user_id") and not self._owned[stored.owner_user_id]:
+            del self._owned[stored.owner_user_id]
         self._steps.pop(order_id, None)
         self._holding.discard(order_id)
         return True
@@ -133,9 +145,11 @@ class MemoryOrderStore:
     ) -> list[order_pb2.Order]:
         wanted = set(statuses)
         found: list[order_pb2.Order] = []
-        for order_id in sorted(i for i in self._orders if i > after_id):
+        ids = self._ids if owner_user_id is None else self._owned.get(owner_user_id, [])
+        for index in range(bisect.bisect_right(ids, after_id), len(ids)):
             if len(found) >= limit:
                 break
+            order_id = ids[index]
             order = self._orders[order_id]
             if self._step(order_id) in HIDDEN_STEPS:
                 continue
@@ -149,6 +163,12 @@ class MemoryOrderStore:
                 continue
             found.append(_copy(order))
         return found
+
+    def _lists_of(self, order: order_pb2.Order) -> list[list[int]]:
+        """The sorted id lists `order` is in: all orders', and its customer's."""
+        if not order.HasField("owner_user_id"):
+            return [self._ids]
+        return [self._ids, self._owned.setdefault(order.owner_user_id, [])]
 
     def _stored(self, order_id: int) -> order_pb2.Order:
         try:
