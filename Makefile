@@ -18,7 +18,7 @@ INSTALLED := $(VENV)/.installed
 RUN_INSTALLED := $(VENV)/.run-installed
 PIP := $(PY) -m pip install --disable-pip-version-check --progress-bar off
 
-.PHONY: help install install-run run run-demo test lint typecheck protos protos-check protos-contract docs unit ferretdb e2e-skew e2e-compose e2e-k8s images deploy-check bench bench-smoke clean
+.PHONY: help install install-run run run-demo test lint typecheck protos protos-check protos-contract docs unit e2e ferretdb e2e-skew e2e-compose e2e-k8s images deploy-check bench bench-smoke bench-growth aiohttp-next clean
 
 help:
 	@echo "make run          - the whole stack as local processes, gateway on http://127.0.0.1:8080/v2"
@@ -26,7 +26,7 @@ help:
 	@echo "                    with it however it ends, kill -9 included)"
 	@echo "make run-demo     - the same, with demo pets, customers and orders loaded"
 	@echo "make test         - everything CI runs (about 16 minutes fresh on 2 cores, 14 warm; docs/testing.md):"
-	@echo "                    lint typecheck protos-check protos-contract unit deploy-check bench-smoke"
+	@echo "                    lint typecheck protos-check protos-contract unit e2e deploy-check bench-smoke"
 	@echo "make install      - the development environment (.venv from requirements/dev.lock)"
 	@echo "make install-run  - only what running needs (.venv from requirements/run.lock)"
 	@echo "make lint         - ruff check and ruff format --check"
@@ -35,11 +35,15 @@ help:
 	@echo "make protos-check - fail when the generated gRPC code is stale"
 	@echo "make protos-contract - buf lint, and buf breaking against every previous release's protos"
 	@echo "make docs         - regenerate the tables in docs/ from the code (a test fails while one is stale)"
-	@echo "make unit         - every test folder in one pytest run, with FerretDB started for the run"
+	@echo "make unit         - each project's tests (a pytest run each, timed) and the line coverage, on FerretDB"
+	@echo "make e2e          - tests/: end to end over real processes, faults, generated clients, on FerretDB"
 	@echo "make ferretdb     - build FerretDB (the MongoDB-wire server for tests) into .cache/"
 	@echo "make deploy-check - offline checks of the Kubernetes manifests, compose file and Dockerfiles"
 	@echo "make bench        - the load benchmark (about six minutes)"
 	@echo "make bench-smoke  - every benchmark scenario for one second (about thirty seconds)"
+	@echo "make bench-growth - each operation's cost at 1k, 10k and 100k pets, both stores (at most ~30 min)"
+	@echo "make aiohttp-next - the connection guards' tests against the newest aiohttp on PyPI (AIOHTTP=x.y.z:"
+	@echo "                    that release; ~20 s of tests after the download; not in make test: needs PyPI)"
 	@echo "make e2e-skew     - the e2e suite four times, each with one deployable at its previous release"
 	@echo "make e2e-compose  - the e2e suite against docker-compose.yml (Docker engine; root to install one)"
 	@echo "make e2e-k8s      - the e2e suite through a single-node k3s (root)"
@@ -109,17 +113,23 @@ ferretdb: install
 	$(PY) -m petstore_devstack.ferretdb install
 
 # The MongoDB-backed tests need MONGODB_URI: given, or FerretDB started for the run.
-# One pytest run per test folder (tests/ split into e2e, faults, clients and its own files),
-# each one's time printed as it ends and in a table at the end (petstore_devstack.test_runs);
-# deploy/deploy_tests runs in deploy/check.sh (`make deploy-check`) with the kustomize and
-# compose it provides. The e2e suite runs on FerretDB; the parts whose storage differs most
-# between the stores (order lists, images) run end to end on the embedded store too
-# (MONGODB_URI empty). Every run goes, then the failed ones are named.
-TEST_DIRS := $(filter-out deploy/deploy_tests,$(TEST_PACKAGES)) tests
+# One pytest run per test folder, each one's time printed as it ends and in a table at the end
+# (petstore_devstack.test_runs). `unit`: each project's own tests, in process, with the line
+# coverage of the product code over them all and its floor (pyproject.toml). `e2e`: tests/
+# (split into e2e, faults, clients and its own files: real processes over real gRPC), on
+# FerretDB; the parts whose storage differs most between the stores (order lists, images) run
+# end to end on the embedded store too (MONGODB_URI empty). Every run goes, then the failed
+# ones are named. deploy/deploy_tests runs in deploy/check.sh (`make deploy-check`) with the
+# kustomize and compose it provides.
+UNIT_DIRS := $(filter-out deploy/deploy_tests,$(TEST_PACKAGES))
+TEST_DIRS := $(UNIT_DIRS) tests
 EMBEDDED_E2E := tests/e2e/test_order_lists.py tests/e2e/test_pet_images.py
 unit: ferretdb
+	$(PY) -m petstore_devstack.ferretdb with -- $(PY) -m petstore_devstack.test_runs --coverage $(UNIT_DIRS)
+
+e2e: ferretdb
 	$(PY) -m petstore_devstack.ferretdb with -- bash -c 'failed=""; \
-	  $(PY) -m petstore_devstack.test_runs $(TEST_DIRS) || failed="$$failed unit"; \
+	  $(PY) -m petstore_devstack.test_runs tests || failed="$$failed e2e"; \
 	  echo "== on the embedded store"; \
 	  $(PY) -m petstore_devstack.test_runs --env MONGODB_URI= $(EMBEDDED_E2E) || failed="$$failed embedded-e2e"; \
 	  if [ -n "$$failed" ]; then echo "pytest failed in:$$failed"; exit 1; fi'
@@ -174,7 +184,27 @@ bench: ferretdb
 bench-smoke: ferretdb
 	$(PY) -m petstore_bench --smoke
 
-test: lint typecheck protos-check protos-contract unit deploy-check bench-smoke
+# The connection guards against the newest aiohttp (or AIOHTTP=x.y.z): that release and what it
+# needs installed into a throwaway folder put ahead of .venv on the path, then the adapter's test
+# (gateway_tests/test_aiohttp_adapter.py: each aiohttp internal the gateway relies on) and the
+# guards' tests. Not in `make test`: it depends on what PyPI holds today, not on the commit.
+AIOHTTP_NEXT := /tmp/petstore-aiohttp-next
+AIOHTTP_NEXT_TESTS := $(addprefix gateway/gateway_tests/,test_aiohttp_adapter.py test_slow_clients.py \
+  test_oversized_heads.py test_raw_requests.py test_aborted.py test_on_call_logs.py test_serving.py)
+aiohttp-next: install
+	rm -rf $(AIOHTTP_NEXT)
+	$(PIP) --quiet --target $(AIOHTTP_NEXT) "aiohttp$(if $(AIOHTTP),==$(AIOHTTP))"
+	@echo "== aiohttp $$($(PY) -c 'import aiohttp; print(aiohttp.__version__)') in .venv, \
+	  $$(PYTHONPATH=$(AIOHTTP_NEXT) $(PY) -c 'import aiohttp; print(aiohttp.__version__, "from", aiohttp.__file__)') here"
+	PYTHONPATH=$(AIOHTTP_NEXT) $(PY) -m pytest -p no:cacheprovider -q $(AIOHTTP_NEXT_TESTS) \
+	  && status=0 || status=$$?; rm -rf $(AIOHTTP_NEXT); exit $$status
+
+# How each operation's cost moves as the shop grows (1k, 10k, 100k pets) on the embedded store
+# and on FerretDB (PostgreSQL), seeded through the API; at most about 30 minutes, stops by itself.
+bench-growth: ferretdb
+	$(PY) -m petstore_bench --growth
+
+test: lint typecheck protos-check protos-contract unit e2e deploy-check bench-smoke
 
 clean:
 	rm -rf $(VENV) .cache .mypy_cache .ruff_cache .pytest_cache

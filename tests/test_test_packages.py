@@ -1,7 +1,8 @@
 """One pytest run covers the repository: each project's tests are a package named after it
 (gateway/gateway_tests, pet-service/pet_service_tests), never `tests`, which is the repository's
 own suite (two packages of one name cannot share an interpreter); pyproject.toml's testpaths
-names every one, and `make unit` runs them all but deploy's (deploy/check.sh runs those)."""
+names every one; `make unit` runs them all but deploy's (deploy/check.sh runs those) and
+`make e2e` runs tests/."""
 
 from __future__ import annotations
 
@@ -37,16 +38,20 @@ def test_testpaths_name_every_test_package() -> None:
     assert sorted(testpaths) == sorted([*project_test_packages(), "tests"])
 
 
-def test_make_unit_runs_every_test_folder_but_deploys() -> None:
+def make_variable(name: str) -> list[str]:
     if shutil.which("make") is None:
-        pytest.fail("make is needed to read the Makefile's TEST_DIRS")
-    printing = "print-test-dirs:\n\t@echo $(TEST_DIRS)"
-    shown = subprocess.run(
-        ["make", "--no-print-directory", "--eval", printing, "print-test-dirs"],
+        pytest.fail("make is needed to read the Makefile's variables")
+    printing = f"print-it:\n\t@echo $({name})"
+    return subprocess.run(
+        ["make", "--no-print-directory", "--eval", printing, "print-it"],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         check=True,
     ).stdout.split()
+
+
+def test_make_unit_runs_every_projects_tests_but_deploys_and_typecheck_reads_tests_too() -> None:
     expected = [path for path in project_test_packages() if path != "deploy/deploy_tests"]
-    assert sorted(shown) == sorted([*expected, "tests"])
+    assert sorted(make_variable("UNIT_DIRS")) == sorted(expected)
+    assert sorted(make_variable("TEST_DIRS")) == sorted([*expected, "tests"])

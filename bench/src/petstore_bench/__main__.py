@@ -28,7 +28,9 @@ def parse_args(argv: list[str] | None = None) -> runner.Options:
     parser = argparse.ArgumentParser(
         prog="python -m petstore_bench",
         description=__doc__.splitlines()[0] if __doc__ else None,
-        epilog="scenarios: " + "; ".join(f"{s.key} ({s.measures})" for s in SCENARIOS),
+        epilog="scenarios: "
+        + "; ".join(f"{s.key} ({s.measures})" for s in SCENARIOS)
+        + ". --growth: another mode, each operation at growing sizes (--growth --help).",
     )
     parser.add_argument(
         "--smoke",
@@ -158,6 +160,11 @@ def parse_args(argv: list[str] | None = None) -> runner.Options:
 
 
 def main(argv: list[str] | None = None) -> int:
+    arguments = sys.argv[1:] if argv is None else argv
+    if "--growth" in arguments:  # its own mode and flags (growth_cli)
+        from petstore_bench import growth_cli
+
+        return growth_cli.main(arguments)
     options = parse_args(argv)
     try:
         results = runner.run(options)
