@@ -216,7 +216,7 @@ def settings_table() -> str:
 
 
 _WHO = {
-    # Access -> (anonymous, customer, staff), as the gateway's auth middleware answers.
+    # Access -> (anonymous, customer, staff), as the auth step of the gateway's request pipeline answers.
     "open": ("yes", "yes", "yes"),
     "optional": ("yes", "yes", "yes"),
     "required": ("401", "yes", "yes"),
