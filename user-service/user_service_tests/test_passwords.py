@@ -203,3 +203,19 @@ def test_the_username_is_no_password() -> None:
 def test_hash_memory_can_be_mapped_directly_on_this_c_library() -> None:
     # Linux with glibc, as in the images: mallopt exists and accepts the threshold.
     assert map_hash_memory_directly() is True
+
+
+def test_a_hash_that_ends_after_its_loop_closed_is_let_go_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    """A stop closes the loop without waiting for a hash still on its thread; the thread's end
+    then has no loop to tell, and says nothing (it logged "Event loop is closed" as an error)."""
+    passwords = SlowHashes(0.3, new_password=LaneBound("new-password", workers=1, queued=0))
+    loop = asyncio.new_event_loop()
+    running = loop.create_task(passwords.hash("pw"))
+    loop.run_until_complete(asyncio.sleep(0.05))  # the hash is on its thread
+    running.cancel()
+    loop.run_until_complete(asyncio.gather(running, return_exceptions=True))
+    loop.close()
+    passwords.close()
+    time.sleep(0.5)  # the thread ends its hash
+
+    assert [record.getMessage() for record in caplog.records if record.levelname == "ERROR"] == []

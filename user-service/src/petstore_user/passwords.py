@@ -15,6 +15,7 @@ behind sign-ups or password changes, nor they behind a login burst.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import logging
 from collections.abc import Callable, Sequence
@@ -132,8 +133,14 @@ class Lane:
         self._admitted += 1
         self.hashes += hashes
         job: Future[T] = self._pool.submit(function, *args)
-        job.add_done_callback(lambda _: loop.call_soon_threadsafe(self._release))
+        job.add_done_callback(lambda _: self._released_on(loop))
         return await asyncio.wrap_future(job)
+
+    def _released_on(self, loop: asyncio.AbstractEventLoop) -> None:
+        """From the hashing thread, when its job ends: the count is the loop's to change."""
+        # The loop may have closed (a stop does not wait for a hash): nobody to count for then.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(self._release)
 
     def _release(self) -> None:
         self._admitted -= 1
