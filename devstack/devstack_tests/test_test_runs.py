@@ -89,3 +89,36 @@ def test_with_coverage_the_total_is_reported_and_under_the_floor_fails(
     out = capsys.readouterr().out
     assert "line coverage of the product code" in out
     assert ("under the floor" in out) is not tested
+
+
+def test_each_runs_a_folder_once_per_value_at_once_with_outputs_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tests = package(tmp_path / "suite_tests")
+    # Each run waits until the other has started (a file each): only runs that overlap pass.
+    (tests / "test_meet.py").write_text(
+        "import os, time\nfrom pathlib import Path\n\n\n"
+        "def test_meet() -> None:\n"
+        "    me = os.environ['SIDE']\n"
+        "    Path(me).touch()\n"
+        "    other = {'left': 'right', 'right': 'left'}[me]\n"
+        "    deadline = time.monotonic() + 30\n"
+        "    while not Path(other).exists():\n"
+        "        assert time.monotonic() < deadline, 'the other run never started'\n"
+        "        time.sleep(0.05)\n"
+        "    print('side', me)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert test_runs.main(["--jobs", "2", "--each", "SIDE=left,right", str(tests)]) == 0
+    out = capsys.readouterr().out
+    for side in ("left", "right"):
+        assert f"{tests} [SIDE={side}]" in out[out.index("test run") :]
+        # Its whole output sits between its own header and result line.
+        block = out[out.index(f"== pytest {tests} [SIDE={side}]: its output") :]
+        assert "1 passed" in block[: block.index(f"== {tests} [SIDE={side}]: passed")]
+
+
+def test_each_names_each_run_by_its_value() -> None:
+    runs = test_runs.each([test_runs.Run("e2e", ("tests/e2e",))], "PREVIOUS", ["pet", "order"])
+    assert [run.env for run in runs] == [(("PREVIOUS", "pet"),), (("PREVIOUS", "order"),)]
+    assert [run.name for run in runs] == ["e2e [PREVIOUS=pet]", "e2e [PREVIOUS=order]"]

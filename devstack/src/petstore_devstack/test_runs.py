@@ -3,7 +3,14 @@ and a failure names its folder. A folder that is not a package itself but holds 
 (tests/: e2e, faults, clients) runs as one run per package plus one for its own files; a
 project's test package (gateway/gateway_tests) is one run, subpackages and all.
 
-    python -m petstore_devstack.test_runs [--env KEY=VALUE ...] [--coverage] FOLDER_OR_FILE...
+    python -m petstore_devstack.test_runs [--env KEY=VALUE ...] [--each KEY=V1,V2...] [--jobs N]
+                                          [--coverage] FOLDER_OR_FILE...
+
+--each runs every folder once per value, KEY set to it (`make e2e-skew`: the e2e suite once per
+deployable one release behind). --jobs runs that many at once, each one's output kept until it
+ends, then printed whole: for suites that mostly wait on the processes they drive (the e2e suite
+keeps one of two cores about 86% busy), not for in-process unit tests, whose time per package
+is what a team reads.
 
 Every run goes, whatever failed before it; the exit status is 1 when any failed. With
 --coverage each run is measured (coverage.py, the product code `[tool.coverage.run]` names in
@@ -17,21 +24,28 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 PYTEST = (sys.executable, "-m", "pytest", "-p", "no:cacheprovider")
 COVERAGE = (sys.executable, "-m", "coverage")
 COVERAGE_DATA = Path(".cache/coverage/data")
 """Where the runs' measurements are kept (one file per run, combined at the end)."""
+_PRINTING = threading.Lock()
+"""One run's output printed whole, never interleaved with another's."""
 
 
 @dataclass(frozen=True)
 class Run:
     name: str
     arguments: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+    """Set for this run only (--each)."""
 
 
 @dataclass(frozen=True)
@@ -82,17 +96,55 @@ def plan(paths: Sequence[str]) -> list[Run]:
     return runs
 
 
-def execute(runs: Sequence[Run], env: dict[str, str], *, measured: bool = False) -> list[Outcome]:
-    outcomes = []
+def each(runs: Sequence[Run], key: str, values: Sequence[str]) -> list[Run]:
+    """Every run once per value, `key` set to it."""
+    return [
+        replace(run, name=f"{run.name} [{key}={value}]", env=(*run.env, (key, value)))
+        for run in runs
+        for value in values
+    ]
+
+
+def execute(
+    runs: Sequence[Run], env: dict[str, str], *, measured: bool = False, jobs: int = 1
+) -> list[Outcome]:
+    """Every run, `jobs` at a time, in order of the list (outcomes too)."""
     command = (*COVERAGE, "run", "--parallel-mode", "-m", *PYTEST[1:]) if measured else PYTEST
-    for run in runs:
-        print(f"== pytest {run.name}", flush=True)
-        started = time.monotonic()
-        code = subprocess.call([*command, *run.arguments], env=env)
-        outcome = Outcome(run, time.monotonic() - started, code)
+    if jobs <= 1:
+        return [_run(command, run, env, log=None) for run in runs]
+    with tempfile.TemporaryDirectory(prefix="test-runs-") as scratch, ThreadPoolExecutor(jobs) as pool:
+        # Each its own pytest temporary folder: concurrent runs share nothing on disk.
+        folders = [Path(scratch) / str(index) for index in range(len(runs))]
+        futures = [
+            pool.submit(_run, (*command, f"--basetemp={folder / 'tmp'}"), run, env, log=folder)
+            for folder, run in zip(folders, runs, strict=True)
+        ]
+        return [future.result() for future in futures]
+
+
+def _run(command: Sequence[str], run: Run, env: dict[str, str], *, log: Path | None) -> Outcome:
+    """One pytest run; with `log` (a folder) its output is written there and printed when it ends."""
+    later = " (started; its output follows when it ends)" if log else ""
+    print(f"== pytest {run.name}{later}", flush=True)
+    started = time.monotonic()
+    run_env = {**env, **dict(run.env)}
+    if log is None:
+        code = subprocess.call([*command, *run.arguments], env=run_env)
+    else:
+        log.mkdir(parents=True)
+        with open(log / "output", "w+b") as output:
+            code = subprocess.call(
+                [*command, *run.arguments], env=run_env, stdout=output, stderr=subprocess.STDOUT
+            )
+            output.seek(0)
+            with _PRINTING:
+                print(f"== pytest {run.name}: its output", flush=True)
+                sys.stdout.buffer.write(output.read())
+                sys.stdout.flush()
+    outcome = Outcome(run, time.monotonic() - started, code)
+    with _PRINTING:
         print(f"== {run.name}: {outcome.result} in {outcome.seconds:.1f} s", flush=True)
-        outcomes.append(outcome)
-    return outcomes
+    return outcome
 
 
 def table(outcomes: Sequence[Outcome]) -> str:
@@ -115,6 +167,8 @@ def coverage_report(env: dict[str, str]) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--each", metavar="KEY=V1,V2...", help="every folder once per value of KEY")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at once (default 1)")
     parser.add_argument("--coverage", action="store_true", help="measure the runs and report the total")
     parser.add_argument("paths", nargs="+")
     args = parser.parse_args(argv)
@@ -127,7 +181,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for stale in COVERAGE_DATA.parent.glob(f"{COVERAGE_DATA.name}*"):
             stale.unlink()
         env["COVERAGE_FILE"] = str(COVERAGE_DATA.resolve())
-    outcomes = execute(plan(args.paths), env, measured=args.coverage)
+    runs = plan(args.paths)
+    if args.each:
+        key, _, values = args.each.partition("=")
+        runs = each(runs, key, [value for value in values.split(",") if value])
+    outcomes = execute(runs, env, measured=args.coverage, jobs=args.jobs)
     print(table(outcomes), flush=True)
     covered = coverage_report(env) if args.coverage else True
     if not covered:
