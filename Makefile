@@ -18,7 +18,7 @@ INSTALLED := $(VENV)/.installed
 RUN_INSTALLED := $(VENV)/.run-installed
 PIP := $(PY) -m pip install --disable-pip-version-check --progress-bar off
 
-.PHONY: help install install-run run run-demo test lint typecheck protos protos-check protos-contract docs unit e2e ferretdb e2e-skew e2e-compose e2e-k8s images deploy-check bench bench-smoke bench-growth aiohttp-next clean
+.PHONY: help install install-run run run-demo test lint typecheck protos protos-check protos-contract docs unit integration e2e ferretdb e2e-skew e2e-compose e2e-k8s images deploy-check bench bench-smoke bench-growth aiohttp-next clean
 
 help:
 	@echo "make run          - the whole stack as local processes, gateway on http://127.0.0.1:8080/v2"
@@ -26,7 +26,8 @@ help:
 	@echo "                    with it however it ends, kill -9 included)"
 	@echo "make run-demo     - the same, with demo pets, customers and orders loaded"
 	@echo "make test         - everything CI runs (about 16 minutes fresh on 2 cores, 14 warm; docs/testing.md):"
-	@echo "                    lint typecheck protos-check protos-contract unit e2e deploy-check bench-smoke"
+	@echo "                    lint typecheck protos-check protos-contract unit integration e2e deploy-check"
+	@echo "                    bench-smoke"
 	@echo "make install      - the development environment (.venv from requirements/dev.lock)"
 	@echo "make install-run  - only what running needs (.venv from requirements/run.lock)"
 	@echo "make lint         - ruff check and ruff format --check"
@@ -36,7 +37,8 @@ help:
 	@echo "make protos-contract - buf lint, and buf breaking against every previous release's protos"
 	@echo "make docs         - regenerate the tables in docs/ from the code (a test fails while one is stale)"
 	@echo "make unit         - each project's tests (a pytest run each, timed) and the line coverage, on FerretDB"
-	@echo "make e2e          - tests/: end to end over real processes, faults, generated clients, on FerretDB"
+	@echo "make integration  - tests/*.py: the stack in one process, query plans, the repository's own checks"
+	@echo "make e2e          - tests/*/: end to end over real processes, faults, generated clients, on FerretDB"
 	@echo "make ferretdb     - build FerretDB (the MongoDB-wire server for tests) into .cache/"
 	@echo "make deploy-check - offline checks of the Kubernetes manifests, compose file and Dockerfiles"
 	@echo "make bench        - the load benchmark (about six minutes)"
@@ -115,21 +117,25 @@ ferretdb: install
 # The MongoDB-backed tests need MONGODB_URI: given, or FerretDB started for the run.
 # One pytest run per test folder, each one's time printed as it ends and in a table at the end
 # (petstore_devstack.test_runs). `unit`: each project's own tests, in process, with the line
-# coverage of the product code over them all and its floor (pyproject.toml). `e2e`: tests/
-# (split into e2e, faults, clients and its own files: real processes over real gRPC), on
-# FerretDB; the parts whose storage differs most between the stores (order lists, images) run
-# end to end on the embedded store too (MONGODB_URI empty). Every run goes, then the failed
-# ones are named. deploy/deploy_tests runs in deploy/check.sh (`make deploy-check`) with the
-# kustomize and compose it provides.
+# coverage of the product code over them all and its floor (pyproject.toml). `integration`:
+# tests/ own files (the whole stack in one process, the query plans on FerretDB, the repository's
+# own checks). `e2e`: tests/ packages (e2e, faults, clients, skew: real processes over real
+# gRPC), on FerretDB; the parts whose storage differs most between the stores (order lists,
+# images) run end to end on the embedded store too (MONGODB_URI empty). Every run goes, then the
+# failed ones are named. deploy/deploy_tests runs in deploy/check.sh (`make deploy-check`) with
+# the kustomize and compose it provides.
 UNIT_DIRS := $(filter-out deploy/deploy_tests,$(TEST_PACKAGES))
 TEST_DIRS := $(UNIT_DIRS) tests
 EMBEDDED_E2E := tests/e2e/test_order_lists.py tests/e2e/test_pet_images.py
 unit: ferretdb
 	$(PY) -m petstore_devstack.ferretdb with -- $(PY) -m petstore_devstack.test_runs --coverage $(UNIT_DIRS)
 
+integration: ferretdb
+	$(PY) -m petstore_devstack.ferretdb with -- $(PY) -m petstore_devstack.test_runs --parts own tests
+
 e2e: ferretdb
 	$(PY) -m petstore_devstack.ferretdb with -- bash -c 'failed=""; \
-	  $(PY) -m petstore_devstack.test_runs tests || failed="$$failed e2e"; \
+	  $(PY) -m petstore_devstack.test_runs --parts packages tests || failed="$$failed e2e"; \
 	  echo "== on the embedded store"; \
 	  $(PY) -m petstore_devstack.test_runs --env MONGODB_URI= $(EMBEDDED_E2E) || failed="$$failed embedded-e2e"; \
 	  if [ -n "$$failed" ]; then echo "pytest failed in:$$failed"; exit 1; fi'
@@ -200,7 +206,7 @@ aiohttp-next: install
 bench-growth: ferretdb
 	$(PY) -m petstore_bench --growth
 
-test: lint typecheck protos-check protos-contract unit e2e deploy-check bench-smoke
+test: lint typecheck protos-check protos-contract unit integration e2e deploy-check bench-smoke
 
 clean:
 	rm -rf $(VENV) .cache .mypy_cache .ruff_cache .pytest_cache

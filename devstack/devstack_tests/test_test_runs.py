@@ -30,6 +30,9 @@ def test_a_folder_of_test_packages_runs_each_alone_and_its_own_files_last(tmp_pa
     # Each part is collected from the folder, the others ignored, so its conftest still applies.
     assert runs[0].arguments == (str(root), f"--ignore={root}/faults", f"--ignore={root}/test_own.py")
     assert runs[2].arguments == (str(root), f"--ignore={root}/e2e", f"--ignore={root}/faults")
+    # make integration takes the folder's own files, make e2e its packages.
+    assert test_runs.plan([str(root)], "own") == runs[2:]
+    assert test_runs.plan([str(root)], "packages") == runs[:2]
 
 
 def test_a_package_with_subpackages_or_a_file_is_one_run(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ and a failure names its folder. A folder that is not a package itself but holds 
 project's test package (gateway/gateway_tests) is one run, subpackages and all.
 
     python -m petstore_devstack.test_runs [--env KEY=VALUE ...] [--each KEY=V1,V2...] [--jobs N]
-                                          [--coverage] FOLDER_OR_FILE...
+                                          [--parts all|packages|own] [--coverage] FOLDER_OR_FILE...
 
 --each runs every folder once per value, KEY set to it (`make e2e-skew`: the e2e suite once per
 deployable one release behind). --jobs runs that many at once, each one's output kept until it
@@ -73,10 +73,11 @@ def _test_packages(folder: Path) -> list[Path]:
     )
 
 
-def plan(paths: Sequence[str]) -> list[Run]:
+def plan(paths: Sequence[str], parts: str = "all") -> list[Run]:
     """One run per path, a folder with test packages inside split as the module says. Each part
     is collected from the folder itself with the other parts ignored, so that the folder's
-    conftest still decides what is collected (tests/k8s only in the k8s run)."""
+    conftest still decides what is collected (tests/k8s only in the k8s run). `parts` keeps,
+    of a split folder, only its packages ("packages") or only its own files ("own")."""
     runs: list[Run] = []
     for path in paths:
         folder = Path(path)
@@ -88,11 +89,13 @@ def plan(paths: Sequence[str]) -> list[Run]:
         own_files = sorted(
             str(file) for file in folder.glob("*.py") if file.name not in ("conftest.py", "__init__.py")
         )
-        parts = [str(package) for package in packages]
-        for part in parts:
-            others = [other for other in parts if other != part] + own_files
-            runs.append(Run(part, (path, *(f"--ignore={other}" for other in others))))
-        runs.append(Run(f"{path} (its own files)", (path, *(f"--ignore={part}" for part in parts))))
+        names = [str(package) for package in packages]
+        if parts != "own":
+            for name in names:
+                others = [other for other in names if other != name] + own_files
+                runs.append(Run(name, (path, *(f"--ignore={other}" for other in others))))
+        if parts != "packages":
+            runs.append(Run(f"{path} (its own files)", (path, *(f"--ignore={name}" for name in names))))
     return runs
 
 
@@ -167,6 +170,12 @@ def coverage_report(env: dict[str, str]) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument(
+        "--parts",
+        choices=("all", "packages", "own"),
+        default="all",
+        help="of a folder of test packages: all, only its packages, or only its own files",
+    )
     parser.add_argument("--each", metavar="KEY=V1,V2...", help="every folder once per value of KEY")
     parser.add_argument("--jobs", type=int, default=1, help="runs at once (default 1)")
     parser.add_argument("--coverage", action="store_true", help="measure the runs and report the total")
@@ -181,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for stale in COVERAGE_DATA.parent.glob(f"{COVERAGE_DATA.name}*"):
             stale.unlink()
         env["COVERAGE_FILE"] = str(COVERAGE_DATA.resolve())
-    runs = plan(args.paths)
+    runs = plan(args.paths, args.parts)
     if args.each:
         key, _, values = args.each.partition("=")
         runs = each(runs, key, [value for value in values.split(",") if value])
