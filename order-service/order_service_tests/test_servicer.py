@@ -162,7 +162,7 @@ async def test_an_order_for_an_unknown_pet_is_not_found_and_not_stored(
     [
         ({"id": -1}, "id: must be positive"),
         ({"pet_id": 0}, "petId: must be positive"),
-        ({"quantity": 0}, "quantity: must be greater than or equal to 1 and less than or equal to 1000000"),
+        ({"quantity": -1}, "quantity: must be greater than or equal to 1 and less than or equal to 1000000"),
         (
             {"quantity": 1_000_001},
             "quantity: must be greater than or equal to 1 and less than or equal to 1000000",

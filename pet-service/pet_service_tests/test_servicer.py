@@ -119,6 +119,8 @@ async def test_a_taken_id_is_already_exists(stub: PetServiceAsyncStub) -> None:
     ("pet", "message"),
     [
         (pet_pb2.Pet(), "name is required"),
+        (pet_pb2.Pet(name=" \t "), "name: must not contain control characters"),  # told first
+        (pet_pb2.Pet(name="\ufeff\u2003"), "name: must not be blank"),
         (pet_pb2.Pet(name="Rex", id=-1), "id: must be positive"),
         (pet_pb2.Pet(name="Rex", photo_urls=["u"] * 65), "photoUrls: must have at most 64 entries"),
     ],
@@ -242,6 +244,13 @@ async def test_an_update_with_a_mask_writes_only_the_named_fields(stub: PetServi
             pet_service_pb2.UpdatePetRequest(caller=STAFF, pet=pet_pb2.Pet(name="Max")),
             grpc.StatusCode.INVALID_ARGUMENT,
             "id is required",
+        ),
+        (
+            pet_service_pb2.UpdatePetRequest(
+                caller=STAFF, pet=pet_pb2.Pet(id=1, name="   "), update_mask=FieldMask(paths=["name"])
+            ),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "name: must not be blank",
         ),
     ],
 )

@@ -49,7 +49,9 @@ def test_a_pet_with_only_a_name_is_valid(name: str) -> None:
     ("pet", "message"),
     [
         (pet_pb2.Pet(), "name is required"),
-        (pet_pb2.Pet(name="   "), "name is required"),
+        (pet_pb2.Pet(name="   "), "name: must not be blank"),
+        (pet_pb2.Pet(name="\u3000\u00a0"), "name: must not be blank"),  # Unicode spaces too
+        (pet_pb2.Pet(name="\ufeff"), "name: must not be blank"),  # as the published pattern says
         (pet_pb2.Pet(name="n" * 257), "name: must be at most 256 characters"),
         (pet_pb2.Pet(name="Re\x00x"), "name: must not contain control characters"),
         (pet_pb2.Pet(name="Re\nx"), "name: must not contain control characters"),

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import grpc
 
+from petstore_common.field_violations import STATUS_DETAILS_KEY, FieldViolation, status_details
+
+TrailingMetadata = tuple[tuple[str, str | bytes], ...]
+
 
 class ServiceError(Exception):
     """An error the client should see, with its gRPC status and a safe message."""
@@ -14,9 +18,29 @@ class ServiceError(Exception):
         super().__init__(message)
         self.message = message
 
+    def trailing_metadata(self) -> TrailingMetadata:
+        """What the status carries beside its code and message."""
+        return ()
+
 
 class InvalidArgument(ServiceError):
+    """Bad input. About one request field, it carries that field's `violation` in neutral words
+    (field_violations.py): the status then holds a google.rpc.BadRequest for the caller to word.
+
+    The message words it for HTTP clients too, because a gateway before 1.1.0 shows only the
+    message (rolling updates run one release of skew): that wording goes once no gateway older
+    than 1.1.0 runs, and the services' renames (validation.py's REQUEST_RULES) with it."""
+
     code = grpc.StatusCode.INVALID_ARGUMENT
+
+    def __init__(self, message: str, *, violation: FieldViolation | None = None) -> None:
+        super().__init__(message)
+        self.violation = violation
+
+    def trailing_metadata(self) -> TrailingMetadata:
+        if self.violation is None:
+            return ()
+        return ((STATUS_DETAILS_KEY, status_details(self.code, self.message, [self.violation])),)
 
 
 class NotFound(ServiceError):
@@ -54,7 +78,7 @@ class ResourceExhausted(ServiceError):
         super().__init__(message)
         self.retry_after_seconds = retry_after_seconds
 
-    def trailing_metadata(self) -> tuple[tuple[str, str], ...]:
+    def trailing_metadata(self) -> TrailingMetadata:
         return ((RETRY_AFTER_METADATA, str(self.retry_after_seconds)),)
 
 

@@ -24,7 +24,7 @@ from pymongo.errors import ConnectionFailure, PyMongoError
 from petstore_common.caller_gate import CallerGate
 from petstore_common.database_events import DatabaseEvents
 from petstore_common.diagnostics import STOP_MARGIN_SECONDS, dump_stacks_on_signal, exit_after, task_stacks
-from petstore_common.errors import InvalidArgument, ResourceExhausted, ServiceError, Unauthenticated
+from petstore_common.errors import InvalidArgument, ServiceError, Unauthenticated
 from petstore_common.grpc_client import HEALTH_METHOD_PREFIX, WRITES_HEALTH_SUFFIX, idempotency_level
 from petstore_common.logging import RequestLog, configure_logging
 from petstore_common.metrics import start_metrics_server
@@ -291,7 +291,7 @@ def _validated_stream(
             gate.check(method, context.invocation_metadata(), request)
             validator.check(request)
         except (Unauthenticated, InvalidArgument) as exc:
-            await context.abort(exc.code, exc.message)
+            await context.abort(exc.code, exc.message, exc.trailing_metadata())
         async for response in behaviour(request, context):
             yield response
 
@@ -327,8 +327,7 @@ def _observed(
             return response
         except ServiceError as exc:
             code = exc.code
-            trailing = exc.trailing_metadata() if isinstance(exc, ResourceExhausted) else ()
-            await context.abort(code, exc.message, trailing)
+            await context.abort(code, exc.message, exc.trailing_metadata())
         except (ConnectionFailure, PyMongoError) as exc:
             # The database is gone or refused: a condition callers may retry, never a 500.
             code = grpc.StatusCode.UNAVAILABLE

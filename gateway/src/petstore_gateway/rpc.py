@@ -1,4 +1,5 @@
-"""Calls to the services: deadline on every call, gRPC statuses turned into ApiErrors."""
+"""Calls to the services: deadline on every call, gRPC statuses turned into ApiErrors (a refused
+field worded for the client: violations.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from petstore_gateway.errors import NO_OVERRIDES, Overrides, api_error_from_rpc
 from petstore_gateway.etags import IF_MATCH
 from petstore_gateway.keys import SETTINGS
 from petstore_gateway.operations import current_operation
+from petstore_gateway.violations import violation_message
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +34,10 @@ async def call_service(
     try:
         return await method(message, timeout=deadline_seconds)
     except grpc.aio.AioRpcError as exc:
+        trailing = exc.trailing_metadata()
+        details = violation_message(exc.code(), trailing, message) or exc.details()
         error = api_error_from_rpc(
-            exc.code(), exc.details(), service, overrides, retry_after=_retry_after(exc.trailing_metadata())
+            exc.code(), details, service, overrides, retry_after=_retry_after(trailing)
         )
         if error.status >= 500:
             log.warning("service call failed", extra={"service": service, "grpc_code": exc.code().name})

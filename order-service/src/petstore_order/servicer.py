@@ -35,6 +35,7 @@ from petstore_common.errors import (
 from petstore_common.idempotency import DEFAULT_TTL_SECONDS, Idempotency, Reservation
 from petstore_common.paging import decode_page_token, encode_page_token, filter_fingerprint, page_size
 from petstore_order import validation
+from petstore_order.defaults import DEFAULT_STATUS, apply_defaults
 from petstore_order.sale import Sale
 from petstore_order.storage.base import HIDDEN_STEPS, STATUS_NAMES, OrderStore, Status, StoredOrder, not_found
 
@@ -88,7 +89,9 @@ class OrderServicer(order_service_pb2_grpc.OrderServiceServicer):
             stored = await self._sale.place(reservation, order, budget_seconds=context.time_remaining())
             return order_service_pb2.CreateOrderResponse(order=stored)
 
-        return await self._idempotency.serve(request, order_service_pb2.CreateOrderResponse, create)
+        return await self._idempotency.serve(
+            _as_written(request), order_service_pb2.CreateOrderResponse, create
+        )
 
     async def GetOrder(
         self, request: order_service_pb2.GetOrderRequest, context: Context
@@ -179,7 +182,19 @@ class OrderServicer(order_service_pb2_grpc.OrderServiceServicer):
 
 def _status(order: order_pb2.Order) -> Status:
     """An order stored without a status was placed (the default since the first version)."""
-    return order.status or PLACED
+    return order.status or DEFAULT_STATUS
+
+
+def _as_written(request: order_service_pb2.CreateOrderRequest) -> order_service_pb2.CreateOrderRequest:
+    """The request with its order's defaults filled in: what its Idempotency-Key fingerprint is
+    taken of, so that leaving a field out and sending its default are the same request. A
+    retry may reach us through a gateway of another release (one fills the defaults, a later
+    one may not); both must replay, not conflict."""
+    written = order_service_pb2.CreateOrderRequest()
+    written.CopyFrom(request)
+    if written.HasField("order"):
+        apply_defaults(written.order)
+    return written
 
 
 def _not_cancellable(order: order_pb2.Order) -> str:

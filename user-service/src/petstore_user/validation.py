@@ -2,9 +2,10 @@
 
 The field rules (usernames, emails, text lengths, password lengths, batch sizes) are annotations
 in the protos, checked on every request by the shared server interceptor before a servicer
-method runs; REQUEST_RULES tells it the client's words for them. What is left here depends on
-the RPC or on several values: a new user's id and email (an update ignores the id and may leave
-the email empty), the password lists and the username, and repeats within a batch.
+method runs; REQUEST_RULES words them (and the fields of a new user refused here) for gateways
+before 1.1.0 as well (petstore_common.request_validation). What is left here depends on the RPC
+or on several values: a new user's id and email (an update ignores the id and may leave the
+email empty), the password lists and the username, and repeats within a batch.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 
 from petstore.user.v1 import user_pb2, user_service_pb2
 from petstore_common.errors import InvalidArgument
+from petstore_common.field_violations import FieldViolation
 from petstore_common.request_validation import RequestValidator
 from petstore_user.passwords import check_password
 from petstore_user.storage.base import check_distinct, in_batch
@@ -27,9 +29,14 @@ def check_user(user: user_pb2.User, *, for_create: bool) -> None:
     if not for_create:
         return
     if user.HasField("id") and user.id <= 0:
-        raise InvalidArgument("id: must be positive")
+        raise _refused(FieldViolation("user.id", "int64.gt", "must be positive"))
     if not user.email:
-        raise InvalidArgument("email is required")
+        raise _refused(FieldViolation.required("user.email"))
+
+
+def _refused(violation: FieldViolation) -> InvalidArgument:
+    """A field of the user a CreateUserRequest carries."""
+    return REQUEST_RULES.refused(user_service_pb2.CreateUserRequest.DESCRIPTOR, violation)
 
 
 def check_new_user(request: user_service_pb2.CreateUserRequest) -> None:

@@ -2,13 +2,13 @@
 (`definitions`), common parameters and answers, and the bounds each is published with.
 
 Bounds and patterns of fields are the protos' field rules (protovalidate annotations, which the
-services enforce), read from the descriptors; property names and XML names mirror
-`representations/` (a test keeps the two in step).
+services enforce), read from the descriptors: a field's pattern is that of the shared format its
+rules name (petstore_common.formats), made not blank where the rules say so. Property names and
+XML names mirror `representations/` (a test keeps the two in step).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,9 +27,11 @@ from petstore_gateway.params import (
     NEXT_PAGE_HEADER,
     PAGE_TOKEN_PARAM,
 )
-from petstore_gateway.representations.order import ORDER_STATUSES
+from petstore_gateway.representations.order import DEFAULT_QUANTITY, DEFAULT_STATUS, ORDER_STATUSES
 from petstore_gateway.representations.pet import MAX_PHOTO_URLS, MAX_TAGS, PET_STATUSES
 from petstore_gateway.representations.user import MAX_USERS_PER_REQUEST
+
+_DEFAULT_STATUS_NAME = next(name for name, value in ORDER_STATUSES.items() if value == DEFAULT_STATUS)
 
 # Bounds and patterns of request fields are the contract's: protovalidate rules on the protos'
 # fields, read here from the descriptors, so that a rule changed in a proto (and `make protos`)
@@ -52,22 +54,11 @@ def min_length(rules: FieldRules) -> int:
     return max(rules.string.min_len, 1 if rules.required else 0)
 
 
-def not_blank(text_pattern: str) -> str:
-    """`text_pattern`, and at least one character that is no space. A pattern of the form
-    ^[^...]*$ (the protos' text) becomes the same class around one such character, which every
-    generator and validator of JSON Schema handles; any other takes a lookahead."""
-    match = re.fullmatch(r"\^\[\^(.+)\]\*\$", text_pattern)
-    if match is None:
-        return rf"^(?=.*\S)(?:{text_pattern})"
-    chars = match.group(1)
-    return rf"^[^{chars}]*[^\s{chars}][^{chars}]*$"
-
-
 PET_NAME = string_rules(pet_pb2.Pet, "name")
 TEXT_PATTERN = formats.TEXT.pattern
 """Text without control characters (Unicode category Cc): every service refuses these in its
 text fields."""
-NAME_PATTERN = not_blank(TEXT_PATTERN)
+NAME_PATTERN = formats.published_pattern(PET_NAME)
 """Text that is not blank."""
 ID_MINIMUM = minimum(pet_service_pb2.GetPetRequest, "id")
 
@@ -76,6 +67,7 @@ PHOTO_URLS = field_rules(pet_pb2.Pet, "photo_urls").repeated
 TAG_FILTERS = field_rules(pet_service_pb2.ListPetsRequest, "tag_names").repeated
 MAX_TAG_NAME_FILTERS = TAG_FILTERS.max_items
 IMAGE_METADATA = string_rules(pet_service_pb2.UploadPetImageRequest, "additional_metadata")
+IMAGE_METADATA_PATTERN = formats.published_pattern(IMAGE_METADATA)
 IMAGE_ID_PATTERN = formats.IMAGE_ID.pattern
 QUANTITY = field_rules(order_pb2.Order, "quantity").int32
 MIN_QUANTITY = QUANTITY.gte
@@ -105,8 +97,11 @@ def int32(**extra: Any) -> Json:
 
 
 def text_schema(rules: StringRules, **extra: Any) -> Json:
-    """A string field as its rules bound it (length, pattern)."""
-    return {"type": "string", "maxLength": rules.max_len, "pattern": rules.pattern, **extra}
+    """A string field as its rules bound it (length, pattern; a not-blank one is not empty)."""
+    schema: Json = {"type": "string", "maxLength": rules.max_len, "pattern": formats.published_pattern(rules)}
+    if formats.NOT_BLANK.on(rules):
+        schema["minLength"] = max(rules.min_len, 1)
+    return {**schema, **extra}
 
 
 NO_CONTROL_CHARS = "Control characters are refused."
@@ -175,8 +170,6 @@ def definitions() -> Json:
                 "category": ref("Category"),
                 "name": text_schema(
                     PET_NAME,
-                    minLength=1,
-                    pattern=NAME_PATTERN,
                     example="doggie",
                     description=f"Not blank. {NO_CONTROL_CHARS}",
                 ),
@@ -208,7 +201,7 @@ def definitions() -> Json:
                     minimum=minimum(order_pb2.Order, "id"), description="Chosen by the store when left out."
                 ),
                 "petId": int64(minimum=minimum(order_pb2.Order, "pet_id"), description="A pet that exists."),
-                "quantity": int32(minimum=MIN_QUANTITY, maximum=MAX_QUANTITY, default=1),
+                "quantity": int32(minimum=MIN_QUANTITY, maximum=MAX_QUANTITY, default=DEFAULT_QUANTITY),
                 "shipDate": {
                     "type": "string",
                     "format": "date-time",
@@ -218,7 +211,7 @@ def definitions() -> Json:
                     "type": "string",
                     "description": "Order Status",
                     "enum": list(ORDER_STATUSES),
-                    "default": "placed",
+                    "default": _DEFAULT_STATUS_NAME,
                 },
                 "complete": {"type": "boolean", "default": False},
             },
@@ -290,7 +283,7 @@ USERNAME = {
     "required": True,
     "type": "string",
     "maxLength": string_rules(user_service_pb2.GetUserRequest, "username").max_len,
-    "pattern": string_rules(user_service_pb2.GetUserRequest, "username").pattern,
+    "pattern": formats.published_pattern(string_rules(user_service_pb2.GetUserRequest, "username")),
 }
 
 

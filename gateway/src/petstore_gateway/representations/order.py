@@ -32,6 +32,16 @@ ORDER_STATUSES: Mapping[str, order_pb2.OrderStatus.ValueType] = {
 }
 """placed, approved, delivered: the OrderStatus values' names, as clients write them."""
 MIN_QUANTITY = field_rules(order_pb2.Order, "quantity").int32.gte
+
+
+def _declared_default(field_name: str) -> order_pb2.FieldDefault:
+    """A new order's default for a field as order.proto declares it: the order service's own."""
+    options = order_pb2.Order.DESCRIPTOR.fields_by_name[field_name].GetOptions()
+    return options.Extensions[order_pb2.default_value]
+
+
+DEFAULT_QUANTITY = _declared_default("quantity").int32
+DEFAULT_STATUS = _declared_default("status").status
 _MAX_DATE_LENGTH = 64
 # What an ISO 8601 date-time is written with. datetime.fromisoformat alone lets through more
 # (Python 3.11 reads "2024-01-01T00:00:00\x00Z" as midnight UTC).
@@ -39,28 +49,34 @@ _DATE_CHARACTERS = frozenset("0123456789-:.,+TtZzW ")
 
 
 def order_from_wire(value: Any) -> order_pb2.Order:
-    """Defaults as the contract says: quantity 1, status placed, complete false."""
+    """Defaults as the contract says: quantity 1, status placed, complete false.
+
+    The order service fills them itself, but its release 1.0.0 refuses an absent quantity, so
+    until no order service older than 1.1.0 runs the gateway sends quantity and status filled
+    in, read from the proto (deploy/k8s/README.md, compatibility rules). complete false is the
+    field's zero: nothing to send."""
     data = as_object(value, "the order")
     order = order_pb2.Order(pet_id=get_int(data, "petId", required=True) or 0)
     order_id = get_int(data, "id")
     if order_id is not None:
         order.id = order_id
     quantity = get_int(data, "quantity", bits=32)
-    # proto3 cannot tell an explicit 0 from "absent", so the gateway rejects it itself.
+    # The body tells a 0 the client wrote from a quantity left out; proto3 does not (the service
+    # reads 0 as absent), so the gateway refuses the 0 itself rather than let it mean the default.
     if quantity is not None and quantity < MIN_QUANTITY:
         raise InvalidRepresentation(f"quantity must be at least {MIN_QUANTITY}")
-    order.quantity = 1 if quantity is None else quantity
+    order.quantity = DEFAULT_QUANTITY if quantity is None else quantity
     ship_date = get_str(data, "shipDate")
     if ship_date is not None:
         order.ship_date.CopyFrom(parse_ship_date(ship_date))
     status = get_str(data, "status")
     if status is None:
-        order.status = order_pb2.ORDER_STATUS_PLACED
+        order.status = DEFAULT_STATUS
     elif status in ORDER_STATUSES:
         order.status = ORDER_STATUSES[status]
     else:
         raise InvalidRepresentation(f"status must be one of {', '.join(ORDER_STATUSES)}")
-    order.complete = bool(get_bool(data, "complete"))
+    order.complete = bool(get_bool(data, "complete"))  # absent: False, the field's zero
     return order
 
 

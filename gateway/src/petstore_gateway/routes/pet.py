@@ -18,6 +18,7 @@ from petstore_common.contract_bounds import IMAGE_MEDIA_TYPES, MAX_IMAGE_PIXELS,
 from petstore_gateway.apidoc.schemas import (
     IMAGE_ID_PATTERN,
     IMAGE_METADATA,
+    IMAGE_METADATA_PATTERN,
     INVALID_ID,
     MAX_PET_NAME_CHARS,
     MAX_TAG_NAME_FILTERS,
@@ -495,7 +496,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "required": False,
                 "type": "string",
                 "maxLength": IMAGE_METADATA.max_len,
-                "pattern": IMAGE_METADATA.pattern,
+                "pattern": IMAGE_METADATA_PATTERN,
             },
             {
                 "name": "file",

@@ -25,23 +25,23 @@ _sym_db = _symbol_database.Default()
 from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!petstore/formats/v1/formats.proto\x12\x13petstore.formats.v1\x1a\x1b\x62uf/validate/validate.proto\"\x87\x03\n\x0bTextFormats\x12-\n\x04text\x18\x01 \x01(\tB\x1f\xbaH\x1cr\x1a\x32\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$\x12-\n\x08username\x18\x02 \x01(\tB\x1b\xbaH\x18r\x16\x18@2\x12^[A-Za-z0-9._@-]+$\x12t\n\tphoto_url\x18\x03 \x01(\tBa\xbaH^r\\2Z^(?:[Hh][Tt][Tt][Pp][Ss]?://|[^:/?#\\x00-\\x1f\\x7f-\\x9f]*(?:[/?#]|$))[^\\x00-\\x1f\\x7f-\\x9f]*$\x12{\n\x05\x65mail\x18\x04 \x01(\tBl\xbaHirg2e^[^@ \\x00-\\x1f\\x7f-\\xa0\xe1\x9a\x80\xe2\x80\x80-\xe2\x80\x8a\xe2\x80\xa8\xe2\x80\xa9\xe2\x80\xaf\xe2\x81\x9f\xe3\x80\x80]+@[^@ \\x00-\\x1f\\x7f-\\xa0\xe1\x9a\x80\xe2\x80\x80-\xe2\x80\x8a\xe2\x80\xa8\xe2\x80\xa9\xe2\x80\xaf\xe2\x81\x9f\xe3\x80\x80]+$\x12\'\n\x08image_id\x18\x05 \x01(\tB\x15\xbaH\x12r\x10\x32\x0e^[0-9a-f]{32}$b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!petstore/formats/v1/formats.proto\x12\x13petstore.formats.v1\x1a\x1b\x62uf/validate/validate.proto:\xa3\x01\n\x04text\x12\x19.buf.validate.StringRules\x18\xd9\xa7\x05 \x01(\x08\x42x\xc2Hu\ns\n\x18petstore.formats.v1.text\x12#must not contain control characters\x1a\x32!rule || this.matches(r\'^[^\\x00-\\x1f\\x7f-\\x9f]*$\'):\xae\x01\n\x08username\x12\x19.buf.validate.StringRules\x18\xda\xa7\x05 \x01(\x08\x42\x7f\xc2H|\nz\n\x1cpetstore.formats.v1.username\x12,may contain only letters, digits and . _ - @\x1a,!rule || this.matches(r\'^[A-Za-z0-9._@-]+$\'):\xa3\x02\n\tphoto_url\x12\x19.buf.validate.StringRules\x18\xdb\xa7\x05 \x01(\x08\x42\xf2\x01\xc2H\xee\x01\n\xeb\x01\n\x1dpetstore.formats.v1.photo_url\x12Tmust be an http or https URL, or a link without a scheme, with no control characters\x1at!rule || this.matches(r\'^(?:[Hh][Tt][Tt][Pp][Ss]?://|[^:/?#\\x00-\\x1f\\x7f-\\x9f]*(?:[/?#]|$))[^\\x00-\\x1f\\x7f-\\x9f]*$\'):\xe9\x01\n\x05\x65mail\x12\x19.buf.validate.StringRules\x18\xdc\xa7\x05 \x01(\x08\x42\xbc\x01\xc2H\xb8\x01\n\xb5\x01\n\x19petstore.formats.v1.email\x12\x17must look like an email\x1a\x7f!rule || this.matches(r\'^[^@ \\x00-\\x1f\\x7f-\\xa0\xe1\x9a\x80\xe2\x80\x80-\xe2\x80\x8a\xe2\x80\xa8\xe2\x80\xa9\xe2\x80\xaf\xe2\x81\x9f\xe3\x80\x80]+@[^@ \\x00-\\x1f\\x7f-\\xa0\xe1\x9a\x80\xe2\x80\x80-\xe2\x80\x8a\xe2\x80\xa8\xe2\x80\xa9\xe2\x80\xaf\xe2\x81\x9f\xe3\x80\x80]+$\'):\xa5\x01\n\x08image_id\x12\x19.buf.validate.StringRules\x18\xdd\xa7\x05 \x01(\x08\x42v\xc2Hs\nq\n\x1cpetstore.formats.v1.image_id\x12\'must be 32 lowercase hexadecimal digits\x1a(!rule || this.matches(r\'^[0-9a-f]{32}$\'):\xb2\x01\n\tnot_blank\x12\x19.buf.validate.StringRules\x18\xde\xa7\x05 \x01(\x08\x42\x81\x01\xc2H~\n|\n\x1dpetstore.formats.v1.not_blank\x12\x11must not be blank\x1aH!rule || this == \'\' || this.matches(r\'[^\\pZ\\x00-\\x1f\\x7f-\\x9f\\x{feff}]\')')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'petstore.formats.v1.formats_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TEXTFORMATS'].fields_by_name['text']._loaded_options = None
-  _globals['_TEXTFORMATS'].fields_by_name['text']._serialized_options = b'\272H\034r\0322\030^[^\\x00-\\x1f\\x7f-\\x9f]*$'
-  _globals['_TEXTFORMATS'].fields_by_name['username']._loaded_options = None
-  _globals['_TEXTFORMATS'].fields_by_name['username']._serialized_options = b'\272H\030r\026\030@2\022^[A-Za-z0-9._@-]+$'
-  _globals['_TEXTFORMATS'].fields_by_name['photo_url']._loaded_options = None
-  _globals['_TEXTFORMATS'].fields_by_name['photo_url']._serialized_options = b'\272H^r\\2Z^(?:[Hh][Tt][Tt][Pp][Ss]?://|[^:/?#\\x00-\\x1f\\x7f-\\x9f]*(?:[/?#]|$))[^\\x00-\\x1f\\x7f-\\x9f]*$'
-  _globals['_TEXTFORMATS'].fields_by_name['email']._loaded_options = None
-  _globals['_TEXTFORMATS'].fields_by_name['email']._serialized_options = b'\272Hirg2e^[^@ \\x00-\\x1f\\x7f-\\xa0\341\232\200\342\200\200-\342\200\212\342\200\250\342\200\251\342\200\257\342\201\237\343\200\200]+@[^@ \\x00-\\x1f\\x7f-\\xa0\341\232\200\342\200\200-\342\200\212\342\200\250\342\200\251\342\200\257\342\201\237\343\200\200]+$'
-  _globals['_TEXTFORMATS'].fields_by_name['image_id']._loaded_options = None
-  _globals['_TEXTFORMATS'].fields_by_name['image_id']._serialized_options = b'\272H\022r\0202\016^[0-9a-f]{32}$'
-  _globals['_TEXTFORMATS']._serialized_start=88
-  _globals['_TEXTFORMATS']._serialized_end=479
+  _globals['text']._loaded_options = None
+  _globals['text']._serialized_options = b'\302Hu\ns\n\030petstore.formats.v1.text\022#must not contain control characters\0322!rule || this.matches(r\'^[^\\x00-\\x1f\\x7f-\\x9f]*$\')'
+  _globals['username']._loaded_options = None
+  _globals['username']._serialized_options = b'\302H|\nz\n\034petstore.formats.v1.username\022,may contain only letters, digits and . _ - @\032,!rule || this.matches(r\'^[A-Za-z0-9._@-]+$\')'
+  _globals['photo_url']._loaded_options = None
+  _globals['photo_url']._serialized_options = b'\302H\356\001\n\353\001\n\035petstore.formats.v1.photo_url\022Tmust be an http or https URL, or a link without a scheme, with no control characters\032t!rule || this.matches(r\'^(?:[Hh][Tt][Tt][Pp][Ss]?://|[^:/?#\\x00-\\x1f\\x7f-\\x9f]*(?:[/?#]|$))[^\\x00-\\x1f\\x7f-\\x9f]*$\')'
+  _globals['email']._loaded_options = None
+  _globals['email']._serialized_options = b'\302H\270\001\n\265\001\n\031petstore.formats.v1.email\022\027must look like an email\032\177!rule || this.matches(r\'^[^@ \\x00-\\x1f\\x7f-\\xa0\341\232\200\342\200\200-\342\200\212\342\200\250\342\200\251\342\200\257\342\201\237\343\200\200]+@[^@ \\x00-\\x1f\\x7f-\\xa0\341\232\200\342\200\200-\342\200\212\342\200\250\342\200\251\342\200\257\342\201\237\343\200\200]+$\')'
+  _globals['image_id']._loaded_options = None
+  _globals['image_id']._serialized_options = b'\302Hs\nq\n\034petstore.formats.v1.image_id\022\'must be 32 lowercase hexadecimal digits\032(!rule || this.matches(r\'^[0-9a-f]{32}$\')'
+  _globals['not_blank']._loaded_options = None
+  _globals['not_blank']._serialized_options = b'\302H~\n|\n\035petstore.formats.v1.not_blank\022\021must not be blank\032H!rule || this == \'\' || this.matches(r\'[^\\pZ\\x00-\\x1f\\x7f-\\x9f\\x{feff}]\')'
 # @@protoc_insertion_point(module_scope)

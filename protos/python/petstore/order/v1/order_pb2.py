@@ -23,10 +23,11 @@ _sym_db = _symbol_database.Default()
 
 
 from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
+from google.protobuf import descriptor_pb2 as google_dot_protobuf_dot_descriptor__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dpetstore/order/v1/order.proto\x12\x11petstore.order.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x89\x02\n\x05Order\x12\x18\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00H\x00\x88\x01\x01\x12\x17\n\x06pet_id\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x1d\n\x08quantity\x18\x03 \x01(\x05\x42\x0b\xbaH\x08\x1a\x06\x18\xc0\x84=(\x01\x12-\n\tship_date\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x38\n\x06status\x18\x05 \x01(\x0e\x32\x1e.petstore.order.v1.OrderStatusB\x08\xbaH\x05\x82\x01\x02\x10\x01\x12\x10\n\x08\x63omplete\x18\x06 \x01(\x08\x12\x1a\n\rowner_user_id\x18\x07 \x01(\x03H\x01\x88\x01\x01\x42\x05\n\x03_idB\x10\n\x0e_owner_user_id*{\n\x0bOrderStatus\x12\x1c\n\x18ORDER_STATUS_UNSPECIFIED\x10\x00\x12\x17\n\x13ORDER_STATUS_PLACED\x10\x01\x12\x19\n\x15ORDER_STATUS_APPROVED\x10\x02\x12\x1a\n\x16ORDER_STATUS_DELIVERED\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dpetstore/order/v1/order.proto\x12\x11petstore.order.v1\x1a\x1b\x62uf/validate/validate.proto\x1a google/protobuf/descriptor.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"Z\n\x0c\x46ieldDefault\x12\x0f\n\x05int32\x18\x01 \x01(\x05H\x00\x12\x30\n\x06status\x18\x02 \x01(\x0e\x32\x1e.petstore.order.v1.OrderStatusH\x00\x42\x07\n\x05value\"\x98\x02\n\x05Order\x12\x18\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00H\x00\x88\x01\x01\x12\x17\n\x06pet_id\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12&\n\x08quantity\x18\x03 \x01(\x05\x42\x14\xbaH\x0b\x1a\x06\x18\xc0\x84=(\x01\xd8\x01\x01\xca\xf3\x18\x02\x08\x01\x12-\n\tship_date\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12>\n\x06status\x18\x05 \x01(\x0e\x32\x1e.petstore.order.v1.OrderStatusB\x0e\xbaH\x05\x82\x01\x02\x10\x01\xca\xf3\x18\x02\x10\x01\x12\x10\n\x08\x63omplete\x18\x06 \x01(\x08\x12\x1a\n\rowner_user_id\x18\x07 \x01(\x03H\x01\x88\x01\x01\x42\x05\n\x03_idB\x10\n\x0e_owner_user_id*{\n\x0bOrderStatus\x12\x1c\n\x18ORDER_STATUS_UNSPECIFIED\x10\x00\x12\x17\n\x13ORDER_STATUS_PLACED\x10\x01\x12\x19\n\x15ORDER_STATUS_APPROVED\x10\x02\x12\x1a\n\x16ORDER_STATUS_DELIVERED\x10\x03:W\n\rdefault_value\x12\x1d.google.protobuf.FieldOptions\x18\xb9\x8e\x03 \x01(\x0b\x32\x1f.petstore.order.v1.FieldDefaultb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,11 +39,13 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ORDER'].fields_by_name['pet_id']._loaded_options = None
   _globals['_ORDER'].fields_by_name['pet_id']._serialized_options = b'\272H\004\"\002 \000'
   _globals['_ORDER'].fields_by_name['quantity']._loaded_options = None
-  _globals['_ORDER'].fields_by_name['quantity']._serialized_options = b'\272H\010\032\006\030\300\204=(\001'
+  _globals['_ORDER'].fields_by_name['quantity']._serialized_options = b'\272H\013\032\006\030\300\204=(\001\330\001\001\312\363\030\002\010\001'
   _globals['_ORDER'].fields_by_name['status']._loaded_options = None
-  _globals['_ORDER'].fields_by_name['status']._serialized_options = b'\272H\005\202\001\002\020\001'
-  _globals['_ORDERSTATUS']._serialized_start=382
-  _globals['_ORDERSTATUS']._serialized_end=505
-  _globals['_ORDER']._serialized_start=115
-  _globals['_ORDER']._serialized_end=380
+  _globals['_ORDER'].fields_by_name['status']._serialized_options = b'\272H\005\202\001\002\020\001\312\363\030\002\020\001'
+  _globals['_ORDERSTATUS']._serialized_start=523
+  _globals['_ORDERSTATUS']._serialized_end=646
+  _globals['_FIELDDEFAULT']._serialized_start=148
+  _globals['_FIELDDEFAULT']._serialized_end=238
+  _globals['_ORDER']._serialized_start=241
+  _globals['_ORDER']._serialized_end=521
 # @@protoc_insertion_point(module_scope)

@@ -4,9 +4,11 @@ isort:skip_file
 """
 
 from google.protobuf import descriptor as _descriptor
+from google.protobuf import descriptor_pb2 as _descriptor_pb2
 from google.protobuf import message as _message
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf.internal import extension_dict as _extension_dict
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -47,6 +49,37 @@ ORDER_STATUS_DELIVERED: OrderStatus.ValueType  # 3
 Global___OrderStatus: _TypeAlias = OrderStatus  # noqa: Y015
 
 @_typing.final
+class FieldDefault(_message.Message):
+    """What the order service stores for a field that a new order (CreateOrder) leaves out. The one
+    source of each default: the service applies it, and a client that must fill it for an older
+    service (one that refuses the field absent) reads it from here.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INT32_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    int32: _builtins.int
+    """For an int32 field."""
+    status: Global___OrderStatus.ValueType
+    """For an OrderStatus field."""
+    def __init__(
+        self,
+        *,
+        int32: _builtins.int = ...,
+        status: Global___OrderStatus.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["int32", b"int32", "status", b"status", "value", b"value"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["int32", b"int32", "status", b"status", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_value: _TypeAlias = _typing.Literal["int32", "status"]  # noqa: Y015
+    _WhichOneofArgType_value: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_value) -> _WhichOneofReturnType_value | None: ...
+
+Global___FieldDefault: _TypeAlias = FieldDefault  # noqa: Y015
+
+@_typing.final
 class Order(_message.Message):
     """An order for a pet."""
 
@@ -64,11 +97,20 @@ class Order(_message.Message):
     pet_id: _builtins.int
     """The id of the ordered pet: positive."""
     quantity: _builtins.int
-    """How many of the pet are ordered: 1 to 1,000,000."""
+    """How many of the pet are ordered: 1 to 1,000,000; absent (0) means 1.
+
+    Presence is proto3's own: 0 is the field's zero, which is not even sent, so 0 and absent are
+    one value and the service gives it the default, as a proto3 client expects (page_size of
+    ListOrdersRequest reads its zero the same way). Explicit presence (`optional`) would tell
+    them apart, but buf breaking (FIELD_SAME_CARDINALITY, protos/buf.yaml) refuses that change
+    for the generated code it alters; the HTTP API still refuses a quantity of 0 the client
+    wrote. The order service of release 1.0.0 refuses an absent quantity: a client that may
+    meet it sends the default itself (deploy/k8s/README.md, compatibility rules).
+    """
     status: Global___OrderStatus.ValueType
-    """The order's status."""
+    """The order's status; placed when absent (ORDER_STATUS_UNSPECIFIED), as in every release."""
     complete: _builtins.bool
-    """Whether the order is complete."""
+    """Whether the order is complete; false when absent (the field's zero: nothing to fill)."""
     owner_user_id: _builtins.int
     """The user id of the customer who placed the order; absent when staff placed it (or it was
     stored before orders had owners). Set by the order service, never by a client.
@@ -102,3 +144,10 @@ class Order(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__owner_user_id) -> _WhichOneofReturnType__owner_user_id | None: ...
 
 Global___Order: _TypeAlias = Order  # noqa: Y015
+
+DEFAULT_VALUE_FIELD_NUMBER: _builtins.int
+default_value: _extension_dict._ExtensionFieldDescriptor[_descriptor_pb2.FieldOptions, Global___FieldDefault]
+"""The field's default when a new order leaves it out (FieldDefault). The number is from the
+range for an organisation's own options; it must be unique among the FieldOptions
+extensions any of our processes load.
+"""

@@ -23,9 +23,10 @@ _sym_db = _symbol_database.Default()
 
 
 from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
+from petstore.formats.v1 import formats_pb2 as petstore_dot_formats_dot_v1_dot_formats__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19petstore/pet/v1/pet.proto\x12\x0fpetstore.pet.v1\x1a\x1b\x62uf/validate/validate.proto\"k\n\x08\x43\x61tegory\x12\x18\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00H\x00\x88\x01\x01\x12\x35\n\x04name\x18\x02 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x02\x32\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$H\x01\x88\x01\x01\x42\x05\n\x03_idB\x07\n\x05_name\"f\n\x03Tag\x12\x18\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00H\x00\x88\x01\x01\x12\x35\n\x04name\x18\x02 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x02\x32\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$H\x01\x88\x01\x01\x42\x05\n\x03_idB\x07\n\x05_name\"\xfb\x02\n\x03Pet\x12\x18\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00H\x00\x88\x01\x01\x12+\n\x08\x63\x61tegory\x18\x02 \x01(\x0b\x32\x19.petstore.pet.v1.Category\x12\x30\n\x04name\x18\x03 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x02\x32\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$\x12\x7f\n\nphoto_urls\x18\x04 \x03(\tBk\xbaHh\x92\x01\x65\x10@\"ar_\x18\x80\x10\x32Z^(?:[Hh][Tt][Tt][Pp][Ss]?://|[^:/?#\\x00-\\x1f\\x7f-\\x9f]*(?:[/?#]|$))[^\\x00-\\x1f\\x7f-\\x9f]*$\x12,\n\x04tags\x18\x05 \x03(\x0b\x32\x14.petstore.pet.v1.TagB\x08\xbaH\x05\x92\x01\x02\x10@\x12\x34\n\x06status\x18\x06 \x01(\x0e\x32\x1a.petstore.pet.v1.PetStatusB\x08\xbaH\x05\x82\x01\x02\x10\x01\x12\x0f\n\x07version\x18\x07 \x01(\x03\x42\x05\n\x03_id*n\n\tPetStatus\x12\x1a\n\x16PET_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14PET_STATUS_AVAILABLE\x10\x01\x12\x16\n\x12PET_STATUS_PENDING\x10\x02\x12\x13\n\x0fPET_STATUS_SOLD\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19petstore/pet/v1/pet.proto\x12\x0fpetstore.pet.v1\x1a\x1b\x62uf/validate/validate.proto\x1a!petstore/formats/v1/formats.proto\"U\n\x08\x43\x61tegory\x12\x18\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00H\x00\x88\x01\x01\x12\x1f\n\x04name\x18\x02 \x01(\tB\x0c\xbaH\tr\x07\x18\x80\x02\xc8\xbd*\x01H\x01\x88\x01\x01\x42\x05\n\x03_idB\x07\n\x05_name\"P\n\x03Tag\x12\x18\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00H\x00\x88\x01\x01\x12\x1f\n\x04name\x18\x02 \x01(\tB\x0c\xbaH\tr\x07\x18\x80\x02\xc8\xbd*\x01H\x01\x88\x01\x01\x42\x05\n\x03_idB\x07\n\x05_name\"\x91\x02\n\x03Pet\x12\x18\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00H\x00\x88\x01\x01\x12+\n\x08\x63\x61tegory\x18\x02 \x01(\x0b\x32\x19.petstore.pet.v1.Category\x12\x1e\n\x04name\x18\x03 \x01(\tB\x10\xbaH\rr\x0b\x18\x80\x02\xc8\xbd*\x01\xf0\xbd*\x01\x12\'\n\nphoto_urls\x18\x04 \x03(\tB\x13\xbaH\x10\x92\x01\r\x10@\"\tr\x07\x18\x80\x10\xd8\xbd*\x01\x12,\n\x04tags\x18\x05 \x03(\x0b\x32\x14.petstore.pet.v1.TagB\x08\xbaH\x05\x92\x01\x02\x10@\x12\x34\n\x06status\x18\x06 \x01(\x0e\x32\x1a.petstore.pet.v1.PetStatusB\x08\xbaH\x05\x82\x01\x02\x10\x01\x12\x0f\n\x07version\x18\x07 \x01(\x03\x42\x05\n\x03_id*n\n\tPetStatus\x12\x1a\n\x16PET_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14PET_STATUS_AVAILABLE\x10\x01\x12\x16\n\x12PET_STATUS_PENDING\x10\x02\x12\x13\n\x0fPET_STATUS_SOLD\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,27 +36,27 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CATEGORY'].fields_by_name['id']._loaded_options = None
   _globals['_CATEGORY'].fields_by_name['id']._serialized_options = b'\272H\004\"\002 \000'
   _globals['_CATEGORY'].fields_by_name['name']._loaded_options = None
-  _globals['_CATEGORY'].fields_by_name['name']._serialized_options = b'\272H\037r\035\030\200\0022\030^[^\\x00-\\x1f\\x7f-\\x9f]*$'
+  _globals['_CATEGORY'].fields_by_name['name']._serialized_options = b'\272H\tr\007\030\200\002\310\275*\001'
   _globals['_TAG'].fields_by_name['id']._loaded_options = None
   _globals['_TAG'].fields_by_name['id']._serialized_options = b'\272H\004\"\002 \000'
   _globals['_TAG'].fields_by_name['name']._loaded_options = None
-  _globals['_TAG'].fields_by_name['name']._serialized_options = b'\272H\037r\035\030\200\0022\030^[^\\x00-\\x1f\\x7f-\\x9f]*$'
+  _globals['_TAG'].fields_by_name['name']._serialized_options = b'\272H\tr\007\030\200\002\310\275*\001'
   _globals['_PET'].fields_by_name['id']._loaded_options = None
   _globals['_PET'].fields_by_name['id']._serialized_options = b'\272H\004\"\002 \000'
   _globals['_PET'].fields_by_name['name']._loaded_options = None
-  _globals['_PET'].fields_by_name['name']._serialized_options = b'\272H\037r\035\030\200\0022\030^[^\\x00-\\x1f\\x7f-\\x9f]*$'
+  _globals['_PET'].fields_by_name['name']._serialized_options = b'\272H\rr\013\030\200\002\310\275*\001\360\275*\001'
   _globals['_PET'].fields_by_name['photo_urls']._loaded_options = None
-  _globals['_PET'].fields_by_name['photo_urls']._serialized_options = b'\272Hh\222\001e\020@\"ar_\030\200\0202Z^(?:[Hh][Tt][Tt][Pp][Ss]?://|[^:/?#\\x00-\\x1f\\x7f-\\x9f]*(?:[/?#]|$))[^\\x00-\\x1f\\x7f-\\x9f]*$'
+  _globals['_PET'].fields_by_name['photo_urls']._serialized_options = b'\272H\020\222\001\r\020@\"\tr\007\030\200\020\330\275*\001'
   _globals['_PET'].fields_by_name['tags']._loaded_options = None
   _globals['_PET'].fields_by_name['tags']._serialized_options = b'\272H\005\222\001\002\020@'
   _globals['_PET'].fields_by_name['status']._loaded_options = None
   _globals['_PET'].fields_by_name['status']._serialized_options = b'\272H\005\202\001\002\020\001'
-  _globals['_PETSTATUS']._serialized_start=670
-  _globals['_PETSTATUS']._serialized_end=780
-  _globals['_CATEGORY']._serialized_start=75
-  _globals['_CATEGORY']._serialized_end=182
-  _globals['_TAG']._serialized_start=184
-  _globals['_TAG']._serialized_end=286
-  _globals['_PET']._serialized_start=289
-  _globals['_PET']._serialized_end=668
+  _globals['_PETSTATUS']._serialized_start=555
+  _globals['_PETSTATUS']._serialized_end=665
+  _globals['_CATEGORY']._serialized_start=110
+  _globals['_CATEGORY']._serialized_end=195
+  _globals['_TAG']._serialized_start=197
+  _globals['_TAG']._serialized_end=277
+  _globals['_PET']._serialized_start=280
+  _globals['_PET']._serialized_end=553
 # @@protoc_insertion_point(module_scope)

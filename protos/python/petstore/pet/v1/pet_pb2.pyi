@@ -132,8 +132,8 @@ class Pet(_message.Message):
     id: _builtins.int
     """The pet's identifier: positive and unique; assigned by the server when absent on create."""
     name: _builtins.str
-    """The pet's name: text of at most 256 characters (no control characters), not blank when
-    written.
+    """The pet's name: text of at most 256 characters (no control characters), not blank. It may
+    be empty only where it is not written (an update mask that leaves it out).
     """
     status: Global___PetStatus.ValueType
     """The pet's status; PET_STATUS_UNSPECIFIED when the client gave none."""

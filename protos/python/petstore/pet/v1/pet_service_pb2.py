@@ -25,11 +25,12 @@ _sym_db = _symbol_database.Default()
 from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
 from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mask__pb2
 from petstore.auth.v1 import caller_pb2 as petstore_dot_auth_dot_v1_dot_caller__pb2
+from petstore.formats.v1 import formats_pb2 as petstore_dot_formats_dot_v1_dot_formats__pb2
 from petstore.pet.v1 import pet_pb2 as petstore_dot_pet_dot_v1_dot_pet__pb2
 from petstore.versioning.v1 import precondition_pb2 as petstore_dot_versioning_dot_v1_dot_precondition__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!petstore/pet/v1/pet_service.proto\x12\x0fpetstore.pet.v1\x1a\x1b\x62uf/validate/validate.proto\x1a google/protobuf/field_mask.proto\x1a\x1dpetstore/auth/v1/caller.proto\x1a\x19petstore/pet/v1/pet.proto\x1a)petstore/versioning/v1/precondition.proto\"$\n\rGetPetRequest\x12\x13\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\"3\n\x0eGetPetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"x\n\x10\x43reatePetRequest\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"Q\n\x11\x43reatePetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12\x19\n\x11idempotent_replay\x18\x02 \x01(\x08\"\xcc\x01\n\x10UpdatePetRequest\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\x12(\n\x06\x63\x61ller\x18\x03 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12:\n\x0cprecondition\x18\x04 \x01(\x0b\x32$.petstore.versioning.v1.Precondition\"6\n\x11UpdatePetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"Q\n\x10\x44\x65letePetRequest\x12\x13\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"\x13\n\x11\x44\x65letePetResponse\"\xc1\x01\n\x0fListPetsRequest\x12=\n\x08statuses\x18\x01 \x03(\x0e\x32\x1a.petstore.pet.v1.PetStatusB\x0f\xbaH\x0c\x92\x01\t\"\x07\x82\x01\x04\x10\x01 \x00\x12>\n\ttag_names\x18\x02 \x03(\tB+\xbaH(\x92\x01%\x10@\"!r\x1f\x10\x01\x18\x80\x02\x32\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x1c\n\npage_token\x18\x04 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x02\"O\n\x10ListPetsResponse\x12\"\n\x04pets\x18\x01 \x03(\x0b\x32\x14.petstore.pet.v1.Pet\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x15\n\x13GetInventoryRequest\"\x88\x01\n\x14GetInventoryResponse\x12\x41\n\x06\x63ounts\x18\x01 \x03(\x0b\x32\x31.petstore.pet.v1.GetInventoryResponse.CountsEntry\x1a-\n\x0b\x43ountsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\x8f\x02\n\x15UploadPetImageRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x14\n\x0c\x63ontent_type\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12?\n\x13\x61\x64\x64itional_metadata\x18\x04 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x08\x32\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$\x12\x35\n\tfile_name\x18\x05 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x02\x32\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$\x12(\n\x06\x63\x61ller\x18\x06 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fimages_base_url\x18\x07 \x01(\t\"\x88\x01\n\x16UploadPetImageResponse\x12\x10\n\x08image_id\x18\x01 \x01(\t\x12\x12\n\nsize_bytes\x18\x02 \x01(\x03\x12\x12\n\nmedia_type\x18\x03 \x01(\t\x12\x11\n\tphoto_url\x18\x04 \x01(\t\x12!\n\x03pet\x18\x05 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"V\n\x12GetPetImageRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\'\n\x08image_id\x18\x02 \x01(\tB\x15\xbaH\x12r\x10\x32\x0e^[0-9a-f]{32}$\"7\n\x13GetPetImageResponse\x12\x12\n\nmedia_type\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\">\n\x10WatchPetsRequest\x12\x14\n\x0cresume_epoch\x18\x01 \x01(\t\x12\x14\n\x0cresume_after\x18\x02 \x01(\x03\"9\n\tPetChange\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x0f\n\x07\x64\x65leted\x18\x03 \x01(\x08\"\x88\x01\n\x11WatchPetsResponse\x12+\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x1a.petstore.pet.v1.PetChange\x12\r\n\x05\x65poch\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x0f\n\x07resumed\x18\x04 \x01(\x08\x12\x14\n\x0cheartbeat_ms\x18\x05 \x01(\r\"9\n\x17\x46indExistingPetsRequest\x12\x1e\n\x03ids\x18\x01 \x03(\x03\x42\x11\xbaH\x0e\x92\x01\x0b\x08\x01\x10\xe8\x07\"\x04\"\x02 \x00\"\'\n\x18\x46indExistingPetsResponse\x12\x0b\n\x03ids\x18\x01 \x03(\x03\"G\n\x11ReservePetRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x19\n\x08order_id\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\"7\n\x12ReservePetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"G\n\x11ReleasePetRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x19\n\x08order_id\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\"&\n\x12ReleasePetResponse\x12\x10\n\x08released\x18\x01 \x01(\x08\"D\n\x0eSellPetRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x19\n\x08order_id\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\"4\n\x0fSellPetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet2\xa6\t\n\nPetService\x12N\n\x06GetPet\x12\x1e.petstore.pet.v1.GetPetRequest\x1a\x1f.petstore.pet.v1.GetPetResponse\"\x03\x90\x02\x01\x12R\n\tCreatePet\x12!.petstore.pet.v1.CreatePetRequest\x1a\".petstore.pet.v1.CreatePetResponse\x12R\n\tUpdatePet\x12!.petstore.pet.v1.UpdatePetRequest\x1a\".petstore.pet.v1.UpdatePetResponse\x12R\n\tDeletePet\x12!.petstore.pet.v1.DeletePetRequest\x1a\".petstore.pet.v1.DeletePetResponse\x12T\n\x08ListPets\x12 .petstore.pet.v1.ListPetsRequest\x1a!.petstore.pet.v1.ListPetsResponse\"\x03\x90\x02\x01\x12`\n\x0cGetInventory\x12$.petstore.pet.v1.GetInventoryRequest\x1a%.petstore.pet.v1.GetInventoryResponse\"\x03\x90\x02\x01\x12\x61\n\x0eUploadPetImage\x12&.petstore.pet.v1.UploadPetImageRequest\x1a\'.petstore.pet.v1.UploadPetImageResponse\x12]\n\x0bGetPetImage\x12#.petstore.pet.v1.GetPetImageRequest\x1a$.petstore.pet.v1.GetPetImageResponse\"\x03\x90\x02\x01\x12Y\n\tWatchPets\x12!.petstore.pet.v1.WatchPetsRequest\x1a\".petstore.pet.v1.WatchPetsResponse\"\x03\x90\x02\x01\x30\x01\x12l\n\x10\x46indExistingPets\x12(.petstore.pet.v1.FindExistingPetsRequest\x1a).petstore.pet.v1.FindExistingPetsResponse\"\x03\x90\x02\x01\x12Z\n\nReservePet\x12\".petstore.pet.v1.ReservePetRequest\x1a#.petstore.pet.v1.ReservePetResponse\"\x03\x90\x02\x02\x12Z\n\nReleasePet\x12\".petstore.pet.v1.ReleasePetRequest\x1a#.petstore.pet.v1.ReleasePetResponse\"\x03\x90\x02\x02\x12Q\n\x07SellPet\x12\x1f.petstore.pet.v1.SellPetRequest\x1a .petstore.pet.v1.SellPetResponse\"\x03\x90\x02\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!petstore/pet/v1/pet_service.proto\x12\x0fpetstore.pet.v1\x1a\x1b\x62uf/validate/validate.proto\x1a google/protobuf/field_mask.proto\x1a\x1dpetstore/auth/v1/caller.proto\x1a!petstore/formats/v1/formats.proto\x1a\x19petstore/pet/v1/pet.proto\x1a)petstore/versioning/v1/precondition.proto\"$\n\rGetPetRequest\x12\x13\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\"3\n\x0eGetPetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"x\n\x10\x43reatePetRequest\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"Q\n\x11\x43reatePetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12\x19\n\x11idempotent_replay\x18\x02 \x01(\x08\"\xcc\x01\n\x10UpdatePetRequest\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\x12(\n\x06\x63\x61ller\x18\x03 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12:\n\x0cprecondition\x18\x04 \x01(\x0b\x32$.petstore.versioning.v1.Precondition\"6\n\x11UpdatePetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"Q\n\x10\x44\x65letePetRequest\x12\x13\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"\x13\n\x11\x44\x65letePetResponse\"\xab\x01\n\x0fListPetsRequest\x12=\n\x08statuses\x18\x01 \x03(\x0e\x32\x1a.petstore.pet.v1.PetStatusB\x0f\xbaH\x0c\x92\x01\t\"\x07\x82\x01\x04\x10\x01 \x00\x12(\n\ttag_names\x18\x02 \x03(\tB\x15\xbaH\x12\x92\x01\x0f\x10@\"\x0br\t\x10\x01\x18\x80\x02\xc8\xbd*\x01\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x1c\n\npage_token\x18\x04 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x02\"O\n\x10ListPetsResponse\x12\"\n\x04pets\x18\x01 \x03(\x0b\x32\x14.petstore.pet.v1.Pet\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x15\n\x13GetInventoryRequest\"\x88\x01\n\x14GetInventoryResponse\x12\x41\n\x06\x63ounts\x18\x01 \x03(\x0b\x32\x31.petstore.pet.v1.GetInventoryResponse.CountsEntry\x1a-\n\x0b\x43ountsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\xe3\x01\n\x15UploadPetImageRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x14\n\x0c\x63ontent_type\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12)\n\x13\x61\x64\x64itional_metadata\x18\x04 \x01(\tB\x0c\xbaH\tr\x07\x18\x80\x08\xc8\xbd*\x01\x12\x1f\n\tfile_name\x18\x05 \x01(\tB\x0c\xbaH\tr\x07\x18\x80\x02\xc8\xbd*\x01\x12(\n\x06\x63\x61ller\x18\x06 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fimages_base_url\x18\x07 \x01(\t\"\x88\x01\n\x16UploadPetImageResponse\x12\x10\n\x08image_id\x18\x01 \x01(\t\x12\x12\n\nsize_bytes\x18\x02 \x01(\x03\x12\x12\n\nmedia_type\x18\x03 \x01(\t\x12\x11\n\tphoto_url\x18\x04 \x01(\t\x12!\n\x03pet\x18\x05 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"J\n\x12GetPetImageRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x1b\n\x08image_id\x18\x02 \x01(\tB\t\xbaH\x06r\x04\xe8\xbd*\x01\"7\n\x13GetPetImageResponse\x12\x12\n\nmedia_type\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\">\n\x10WatchPetsRequest\x12\x14\n\x0cresume_epoch\x18\x01 \x01(\t\x12\x14\n\x0cresume_after\x18\x02 \x01(\x03\"9\n\tPetChange\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x0f\n\x07\x64\x65leted\x18\x03 \x01(\x08\"\x88\x01\n\x11WatchPetsResponse\x12+\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x1a.petstore.pet.v1.PetChange\x12\r\n\x05\x65poch\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x0f\n\x07resumed\x18\x04 \x01(\x08\x12\x14\n\x0cheartbeat_ms\x18\x05 \x01(\r\"9\n\x17\x46indExistingPetsRequest\x12\x1e\n\x03ids\x18\x01 \x03(\x03\x42\x11\xbaH\x0e\x92\x01\x0b\x08\x01\x10\xe8\x07\"\x04\"\x02 \x00\"\'\n\x18\x46indExistingPetsResponse\x12\x0b\n\x03ids\x18\x01 \x03(\x03\"G\n\x11ReservePetRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x19\n\x08order_id\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\"7\n\x12ReservePetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"G\n\x11ReleasePetRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x19\n\x08order_id\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\"&\n\x12ReleasePetResponse\x12\x10\n\x08released\x18\x01 \x01(\x08\"D\n\x0eSellPetRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x19\n\x08order_id\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\"4\n\x0fSellPetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet2\xa6\t\n\nPetService\x12N\n\x06GetPet\x12\x1e.petstore.pet.v1.GetPetRequest\x1a\x1f.petstore.pet.v1.GetPetResponse\"\x03\x90\x02\x01\x12R\n\tCreatePet\x12!.petstore.pet.v1.CreatePetRequest\x1a\".petstore.pet.v1.CreatePetResponse\x12R\n\tUpdatePet\x12!.petstore.pet.v1.UpdatePetRequest\x1a\".petstore.pet.v1.UpdatePetResponse\x12R\n\tDeletePet\x12!.petstore.pet.v1.DeletePetRequest\x1a\".petstore.pet.v1.DeletePetResponse\x12T\n\x08ListPets\x12 .petstore.pet.v1.ListPetsRequest\x1a!.petstore.pet.v1.ListPetsResponse\"\x03\x90\x02\x01\x12`\n\x0cGetInventory\x12$.petstore.pet.v1.GetInventoryRequest\x1a%.petstore.pet.v1.GetInventoryResponse\"\x03\x90\x02\x01\x12\x61\n\x0eUploadPetImage\x12&.petstore.pet.v1.UploadPetImageRequest\x1a\'.petstore.pet.v1.UploadPetImageResponse\x12]\n\x0bGetPetImage\x12#.petstore.pet.v1.GetPetImageRequest\x1a$.petstore.pet.v1.GetPetImageResponse\"\x03\x90\x02\x01\x12Y\n\tWatchPets\x12!.petstore.pet.v1.WatchPetsRequest\x1a\".petstore.pet.v1.WatchPetsResponse\"\x03\x90\x02\x01\x30\x01\x12l\n\x10\x46indExistingPets\x12(.petstore.pet.v1.FindExistingPetsRequest\x1a).petstore.pet.v1.FindExistingPetsResponse\"\x03\x90\x02\x01\x12Z\n\nReservePet\x12\".petstore.pet.v1.ReservePetRequest\x1a#.petstore.pet.v1.ReservePetResponse\"\x03\x90\x02\x02\x12Z\n\nReleasePet\x12\".petstore.pet.v1.ReleasePetRequest\x1a#.petstore.pet.v1.ReleasePetResponse\"\x03\x90\x02\x02\x12Q\n\x07SellPet\x12\x1f.petstore.pet.v1.SellPetRequest\x1a .petstore.pet.v1.SellPetResponse\"\x03\x90\x02\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -43,7 +44,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTPETSREQUEST'].fields_by_name['statuses']._loaded_options = None
   _globals['_LISTPETSREQUEST'].fields_by_name['statuses']._serialized_options = b'\272H\014\222\001\t\"\007\202\001\004\020\001 \000'
   _globals['_LISTPETSREQUEST'].fields_by_name['tag_names']._loaded_options = None
-  _globals['_LISTPETSREQUEST'].fields_by_name['tag_names']._serialized_options = b'\272H(\222\001%\020@\"!r\037\020\001\030\200\0022\030^[^\\x00-\\x1f\\x7f-\\x9f]*$'
+  _globals['_LISTPETSREQUEST'].fields_by_name['tag_names']._serialized_options = b'\272H\022\222\001\017\020@\"\013r\t\020\001\030\200\002\310\275*\001'
   _globals['_LISTPETSREQUEST'].fields_by_name['page_token']._loaded_options = None
   _globals['_LISTPETSREQUEST'].fields_by_name['page_token']._serialized_options = b'\272H\005r\003\030\200\002'
   _globals['_GETINVENTORYRESPONSE_COUNTSENTRY']._loaded_options = None
@@ -51,13 +52,13 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_UPLOADPETIMAGEREQUEST'].fields_by_name['pet_id']._loaded_options = None
   _globals['_UPLOADPETIMAGEREQUEST'].fields_by_name['pet_id']._serialized_options = b'\272H\004\"\002 \000'
   _globals['_UPLOADPETIMAGEREQUEST'].fields_by_name['additional_metadata']._loaded_options = None
-  _globals['_UPLOADPETIMAGEREQUEST'].fields_by_name['additional_metadata']._serialized_options = b'\272H\037r\035\030\200\0102\030^[^\\x00-\\x1f\\x7f-\\x9f]*$'
+  _globals['_UPLOADPETIMAGEREQUEST'].fields_by_name['additional_metadata']._serialized_options = b'\272H\tr\007\030\200\010\310\275*\001'
   _globals['_UPLOADPETIMAGEREQUEST'].fields_by_name['file_name']._loaded_options = None
-  _globals['_UPLOADPETIMAGEREQUEST'].fields_by_name['file_name']._serialized_options = b'\272H\037r\035\030\200\0022\030^[^\\x00-\\x1f\\x7f-\\x9f]*$'
+  _globals['_UPLOADPETIMAGEREQUEST'].fields_by_name['file_name']._serialized_options = b'\272H\tr\007\030\200\002\310\275*\001'
   _globals['_GETPETIMAGEREQUEST'].fields_by_name['pet_id']._loaded_options = None
   _globals['_GETPETIMAGEREQUEST'].fields_by_name['pet_id']._serialized_options = b'\272H\004\"\002 \000'
   _globals['_GETPETIMAGEREQUEST'].fields_by_name['image_id']._loaded_options = None
-  _globals['_GETPETIMAGEREQUEST'].fields_by_name['image_id']._serialized_options = b'\272H\022r\0202\016^[0-9a-f]{32}$'
+  _globals['_GETPETIMAGEREQUEST'].fields_by_name['image_id']._serialized_options = b'\272H\006r\004\350\275*\001'
   _globals['_FINDEXISTINGPETSREQUEST'].fields_by_name['ids']._loaded_options = None
   _globals['_FINDEXISTINGPETSREQUEST'].fields_by_name['ids']._serialized_options = b'\272H\016\222\001\013\010\001\020\350\007\"\004\"\002 \000'
   _globals['_RESERVEPETREQUEST'].fields_by_name['pet_id']._loaded_options = None
@@ -90,62 +91,62 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PETSERVICE'].methods_by_name['ReleasePet']._serialized_options = b'\220\002\002'
   _globals['_PETSERVICE'].methods_by_name['SellPet']._loaded_options = None
   _globals['_PETSERVICE'].methods_by_name['SellPet']._serialized_options = b'\220\002\002'
-  _globals['_GETPETREQUEST']._serialized_start=218
-  _globals['_GETPETREQUEST']._serialized_end=254
-  _globals['_GETPETRESPONSE']._serialized_start=256
-  _globals['_GETPETRESPONSE']._serialized_end=307
-  _globals['_CREATEPETREQUEST']._serialized_start=309
-  _globals['_CREATEPETREQUEST']._serialized_end=429
-  _globals['_CREATEPETRESPONSE']._serialized_start=431
-  _globals['_CREATEPETRESPONSE']._serialized_end=512
-  _globals['_UPDATEPETREQUEST']._serialized_start=515
-  _globals['_UPDATEPETREQUEST']._serialized_end=719
-  _globals['_UPDATEPETRESPONSE']._serialized_start=721
-  _globals['_UPDATEPETRESPONSE']._serialized_end=775
-  _globals['_DELETEPETREQUEST']._serialized_start=777
-  _globals['_DELETEPETREQUEST']._serialized_end=858
-  _globals['_DELETEPETRESPONSE']._serialized_start=860
-  _globals['_DELETEPETRESPONSE']._serialized_end=879
-  _globals['_LISTPETSREQUEST']._serialized_start=882
-  _globals['_LISTPETSREQUEST']._serialized_end=1075
-  _globals['_LISTPETSRESPONSE']._serialized_start=1077
-  _globals['_LISTPETSRESPONSE']._serialized_end=1156
-  _globals['_GETINVENTORYREQUEST']._serialized_start=1158
-  _globals['_GETINVENTORYREQUEST']._serialized_end=1179
-  _globals['_GETINVENTORYRESPONSE']._serialized_start=1182
-  _globals['_GETINVENTORYRESPONSE']._serialized_end=1318
-  _globals['_GETINVENTORYRESPONSE_COUNTSENTRY']._serialized_start=1273
-  _globals['_GETINVENTORYRESPONSE_COUNTSENTRY']._serialized_end=1318
-  _globals['_UPLOADPETIMAGEREQUEST']._serialized_start=1321
-  _globals['_UPLOADPETIMAGEREQUEST']._serialized_end=1592
-  _globals['_UPLOADPETIMAGERESPONSE']._serialized_start=1595
-  _globals['_UPLOADPETIMAGERESPONSE']._serialized_end=1731
-  _globals['_GETPETIMAGEREQUEST']._serialized_start=1733
-  _globals['_GETPETIMAGEREQUEST']._serialized_end=1819
-  _globals['_GETPETIMAGERESPONSE']._serialized_start=1821
-  _globals['_GETPETIMAGERESPONSE']._serialized_end=1876
-  _globals['_WATCHPETSREQUEST']._serialized_start=1878
-  _globals['_WATCHPETSREQUEST']._serialized_end=1940
-  _globals['_PETCHANGE']._serialized_start=1942
-  _globals['_PETCHANGE']._serialized_end=1999
-  _globals['_WATCHPETSRESPONSE']._serialized_start=2002
-  _globals['_WATCHPETSRESPONSE']._serialized_end=2138
-  _globals['_FINDEXISTINGPETSREQUEST']._serialized_start=2140
-  _globals['_FINDEXISTINGPETSREQUEST']._serialized_end=2197
-  _globals['_FINDEXISTINGPETSRESPONSE']._serialized_start=2199
-  _globals['_FINDEXISTINGPETSRESPONSE']._serialized_end=2238
-  _globals['_RESERVEPETREQUEST']._serialized_start=2240
-  _globals['_RESERVEPETREQUEST']._serialized_end=2311
-  _globals['_RESERVEPETRESPONSE']._serialized_start=2313
-  _globals['_RESERVEPETRESPONSE']._serialized_end=2368
-  _globals['_RELEASEPETREQUEST']._serialized_start=2370
-  _globals['_RELEASEPETREQUEST']._serialized_end=2441
-  _globals['_RELEASEPETRESPONSE']._serialized_start=2443
-  _globals['_RELEASEPETRESPONSE']._serialized_end=2481
-  _globals['_SELLPETREQUEST']._serialized_start=2483
-  _globals['_SELLPETREQUEST']._serialized_end=2551
-  _globals['_SELLPETRESPONSE']._serialized_start=2553
-  _globals['_SELLPETRESPONSE']._serialized_end=2605
-  _globals['_PETSERVICE']._serialized_start=2608
-  _globals['_PETSERVICE']._serialized_end=3798
+  _globals['_GETPETREQUEST']._serialized_start=253
+  _globals['_GETPETREQUEST']._serialized_end=289
+  _globals['_GETPETRESPONSE']._serialized_start=291
+  _globals['_GETPETRESPONSE']._serialized_end=342
+  _globals['_CREATEPETREQUEST']._serialized_start=344
+  _globals['_CREATEPETREQUEST']._serialized_end=464
+  _globals['_CREATEPETRESPONSE']._serialized_start=466
+  _globals['_CREATEPETRESPONSE']._serialized_end=547
+  _globals['_UPDATEPETREQUEST']._serialized_start=550
+  _globals['_UPDATEPETREQUEST']._serialized_end=754
+  _globals['_UPDATEPETRESPONSE']._serialized_start=756
+  _globals['_UPDATEPETRESPONSE']._serialized_end=810
+  _globals['_DELETEPETREQUEST']._serialized_start=812
+  _globals['_DELETEPETREQUEST']._serialized_end=893
+  _globals['_DELETEPETRESPONSE']._serialized_start=895
+  _globals['_DELETEPETRESPONSE']._serialized_end=914
+  _globals['_LISTPETSREQUEST']._serialized_start=917
+  _globals['_LISTPETSREQUEST']._serialized_end=1088
+  _globals['_LISTPETSRESPONSE']._serialized_start=1090
+  _globals['_LISTPETSRESPONSE']._serialized_end=1169
+  _globals['_GETINVENTORYREQUEST']._serialized_start=1171
+  _globals['_GETINVENTORYREQUEST']._serialized_end=1192
+  _globals['_GETINVENTORYRESPONSE']._serialized_start=1195
+  _globals['_GETINVENTORYRESPONSE']._serialized_end=1331
+  _globals['_GETINVENTORYRESPONSE_COUNTSENTRY']._serialized_start=1286
+  _globals['_GETINVENTORYRESPONSE_COUNTSENTRY']._serialized_end=1331
+  _globals['_UPLOADPETIMAGEREQUEST']._serialized_start=1334
+  _globals['_UPLOADPETIMAGEREQUEST']._serialized_end=1561
+  _globals['_UPLOADPETIMAGERESPONSE']._serialized_start=1564
+  _globals['_UPLOADPETIMAGERESPONSE']._serialized_end=1700
+  _globals['_GETPETIMAGEREQUEST']._serialized_start=1702
+  _globals['_GETPETIMAGEREQUEST']._serialized_end=1776
+  _globals['_GETPETIMAGERESPONSE']._serialized_start=1778
+  _globals['_GETPETIMAGERESPONSE']._serialized_end=1833
+  _globals['_WATCHPETSREQUEST']._serialized_start=1835
+  _globals['_WATCHPETSREQUEST']._serialized_end=1897
+  _globals['_PETCHANGE']._serialized_start=1899
+  _globals['_PETCHANGE']._serialized_end=1956
+  _globals['_WATCHPETSRESPONSE']._serialized_start=1959
+  _globals['_WATCHPETSRESPONSE']._serialized_end=2095
+  _globals['_FINDEXISTINGPETSREQUEST']._serialized_start=2097
+  _globals['_FINDEXISTINGPETSREQUEST']._serialized_end=2154
+  _globals['_FINDEXISTINGPETSRESPONSE']._serialized_start=2156
+  _globals['_FINDEXISTINGPETSRESPONSE']._serialized_end=2195
+  _globals['_RESERVEPETREQUEST']._serialized_start=2197
+  _globals['_RESERVEPETREQUEST']._serialized_end=2268
+  _globals['_RESERVEPETRESPONSE']._serialized_start=2270
+  _globals['_RESERVEPETRESPONSE']._serialized_end=2325
+  _globals['_RELEASEPETREQUEST']._serialized_start=2327
+  _globals['_RELEASEPETREQUEST']._serialized_end=2398
+  _globals['_RELEASEPETRESPONSE']._serialized_start=2400
+  _globals['_RELEASEPETRESPONSE']._serialized_end=2438
+  _globals['_SELLPETREQUEST']._serialized_start=2440
+  _globals['_SELLPETREQUEST']._serialized_end=2508
+  _globals['_SELLPETRESPONSE']._serialized_start=2510
+  _globals['_SELLPETRESPONSE']._serialized_end=2562
+  _globals['_PETSERVICE']._serialized_start=2565
+  _globals['_PETSERVICE']._serialized_end=3755
 # @@protoc_insertion_point(module_scope)

@@ -23,9 +23,10 @@ _sym_db = _symbol_database.Default()
 
 
 from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
+from petstore.formats.v1 import formats_pb2 as petstore_dot_formats_dot_v1_dot_formats__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bpetstore/user/v1/user.proto\x12\x10petstore.user.v1\x1a\x1b\x62uf/validate/validate.proto\"\x9e\x03\n\x04User\x12\x0f\n\x02id\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12\x30\n\x08username\x18\x02 \x01(\tB\x1e\xbaH\x1br\x16\x18@2\x12^[A-Za-z0-9._@-]+$\xc8\x01\x01\x12\x36\n\nfirst_name\x18\x03 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x02\x32\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$\x12\x35\n\tlast_name\x18\x04 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x02\x32\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$\x12\x83\x01\n\x05\x65mail\x18\x05 \x01(\tBt\xbaHqrl\x10\x03\x18\xfe\x01\x32\x65^[^@ \\x00-\\x1f\\x7f-\\xa0\xe1\x9a\x80\xe2\x80\x80-\xe2\x80\x8a\xe2\x80\xa8\xe2\x80\xa9\xe2\x80\xaf\xe2\x81\x9f\xe3\x80\x80]+@[^@ \\x00-\\x1f\\x7f-\\xa0\xe1\x9a\x80\xe2\x80\x80-\xe2\x80\x8a\xe2\x80\xa8\xe2\x80\xa9\xe2\x80\xaf\xe2\x81\x9f\xe3\x80\x80]+$\xd8\x01\x01\x12\x31\n\x05phone\x18\x06 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x02\x32\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$\x12\x13\n\x0buser_status\x18\x07 \x01(\x05\x12\x0f\n\x07version\x18\x08 \x01(\x03\x42\x05\n\x03_idb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bpetstore/user/v1/user.proto\x12\x10petstore.user.v1\x1a\x1b\x62uf/validate/validate.proto\x1a!petstore/formats/v1/formats.proto\"\xe8\x01\n\x04User\x12\x0f\n\x02id\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12 \n\x08username\x18\x02 \x01(\tB\x0e\xbaH\x0br\x06\x18@\xd0\xbd*\x01\xc8\x01\x01\x12 \n\nfirst_name\x18\x03 \x01(\tB\x0c\xbaH\tr\x07\x18\x80\x02\xc8\xbd*\x01\x12\x1f\n\tlast_name\x18\x04 \x01(\tB\x0c\xbaH\tr\x07\x18\x80\x02\xc8\xbd*\x01\x12 \n\x05\x65mail\x18\x05 \x01(\tB\x11\xbaH\x0er\t\x10\x03\x18\xfe\x01\xe0\xbd*\x01\xd8\x01\x01\x12\x1b\n\x05phone\x18\x06 \x01(\tB\x0c\xbaH\tr\x07\x18\x80\x02\xc8\xbd*\x01\x12\x13\n\x0buser_status\x18\x07 \x01(\x05\x12\x0f\n\x07version\x18\x08 \x01(\x03\x42\x05\n\x03_idb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,15 +34,15 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'petstore.user.v1.user_pb2',
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_USER'].fields_by_name['username']._loaded_options = None
-  _globals['_USER'].fields_by_name['username']._serialized_options = b'\272H\033r\026\030@2\022^[A-Za-z0-9._@-]+$\310\001\001'
+  _globals['_USER'].fields_by_name['username']._serialized_options = b'\272H\013r\006\030@\320\275*\001\310\001\001'
   _globals['_USER'].fields_by_name['first_name']._loaded_options = None
-  _globals['_USER'].fields_by_name['first_name']._serialized_options = b'\272H\037r\035\030\200\0022\030^[^\\x00-\\x1f\\x7f-\\x9f]*$'
+  _globals['_USER'].fields_by_name['first_name']._serialized_options = b'\272H\tr\007\030\200\002\310\275*\001'
   _globals['_USER'].fields_by_name['last_name']._loaded_options = None
-  _globals['_USER'].fields_by_name['last_name']._serialized_options = b'\272H\037r\035\030\200\0022\030^[^\\x00-\\x1f\\x7f-\\x9f]*$'
+  _globals['_USER'].fields_by_name['last_name']._serialized_options = b'\272H\tr\007\030\200\002\310\275*\001'
   _globals['_USER'].fields_by_name['email']._loaded_options = None
-  _globals['_USER'].fields_by_name['email']._serialized_options = b'\272Hqrl\020\003\030\376\0012e^[^@ \\x00-\\x1f\\x7f-\\xa0\341\232\200\342\200\200-\342\200\212\342\200\250\342\200\251\342\200\257\342\201\237\343\200\200]+@[^@ \\x00-\\x1f\\x7f-\\xa0\341\232\200\342\200\200-\342\200\212\342\200\250\342\200\251\342\200\257\342\201\237\343\200\200]+$\330\001\001'
+  _globals['_USER'].fields_by_name['email']._serialized_options = b'\272H\016r\t\020\003\030\376\001\340\275*\001\330\001\001'
   _globals['_USER'].fields_by_name['phone']._loaded_options = None
-  _globals['_USER'].fields_by_name['phone']._serialized_options = b'\272H\037r\035\030\200\0022\030^[^\\x00-\\x1f\\x7f-\\x9f]*$'
-  _globals['_USER']._serialized_start=79
-  _globals['_USER']._serialized_end=493
+  _globals['_USER'].fields_by_name['phone']._serialized_options = b'\272H\tr\007\030\200\002\310\275*\001'
+  _globals['_USER']._serialized_start=114
+  _globals['_USER']._serialized_end=346
 # @@protoc_insertion_point(module_scope)

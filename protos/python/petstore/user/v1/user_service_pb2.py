@@ -25,11 +25,12 @@ _sym_db = _symbol_database.Default()
 from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from petstore.auth.v1 import caller_pb2 as petstore_dot_auth_dot_v1_dot_caller__pb2
+from petstore.formats.v1 import formats_pb2 as petstore_dot_formats_dot_v1_dot_formats__pb2
 from petstore.user.v1 import user_pb2 as petstore_dot_user_dot_v1_dot_user__pb2
 from petstore.versioning.v1 import precondition_pb2 as petstore_dot_versioning_dot_v1_dot_precondition__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#petstore/user/v1/user_service.proto\x12\x10petstore.user.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dpetstore/auth/v1/caller.proto\x1a\x1bpetstore/user/v1/user.proto\x1a)petstore/versioning/v1/precondition.proto\"\x9d\x01\n\x11\x43reateUserRequest\x12$\n\x04user\x18\x01 \x01(\x0b\x32\x16.petstore.user.v1.User\x12\x1f\n\x08password\x18\x02 \x01(\tB\r\xbaH\nr\x05\x10\x08\x18\x80\x01\xc8\x01\x01\x12(\n\x06\x63\x61ller\x18\x03 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fidempotency_key\x18\x04 \x01(\t\"U\n\x12\x43reateUserResponse\x12$\n\x04user\x18\x01 \x01(\x0b\x32\x16.petstore.user.v1.User\x12\x19\n\x11idempotent_replay\x18\x02 \x01(\x08\"\x97\x01\n\x12\x43reateUsersRequest\x12>\n\x05users\x18\x01 \x03(\x0b\x32#.petstore.user.v1.CreateUserRequestB\n\xbaH\x07\x92\x01\x04\x08\x01\x10\x64\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"W\n\x13\x43reateUsersResponse\x12%\n\x05users\x18\x01 \x03(\x0b\x32\x16.petstore.user.v1.User\x12\x19\n\x11idempotent_replay\x18\x02 \x01(\x08\"l\n\x0eGetUserRequest\x12\x30\n\x08username\x18\x01 \x01(\tB\x1e\xbaH\x1br\x16\x18@2\x12^[A-Za-z0-9._@-]+$\xc8\x01\x01\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"a\n\x0fGetUserResponse\x12$\n\x04user\x18\x01 \x01(\x0b\x32\x16.petstore.user.v1.User\x12(\n\x04view\x18\x02 \x01(\x0e\x32\x1a.petstore.user.v1.UserView\"\xa4\x02\n\x11UpdateUserRequest\x12\x30\n\x08username\x18\x01 \x01(\tB\x1e\xbaH\x1br\x16\x18@2\x12^[A-Za-z0-9._@-]+$\xc8\x01\x01\x12$\n\x04user\x18\x02 \x01(\x0b\x32\x16.petstore.user.v1.User\x12!\n\x08password\x18\x03 \x01(\tB\n\xbaH\x07r\x05\x10\x08\x18\x80\x01H\x00\x88\x01\x01\x12(\n\x06\x63\x61ller\x18\x05 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12:\n\x0cprecondition\x18\x06 \x01(\x0b\x32$.petstore.versioning.v1.Precondition\x12\x1b\n\nsession_id\x18\x07 \x01(\tB\x07\xbaH\x04r\x02\x18@B\x0b\n\t_passwordJ\x04\x08\x04\x10\x05\":\n\x12UpdateUserResponse\x12$\n\x04user\x18\x01 \x01(\x0b\x32\x16.petstore.user.v1.User\"u\n\x11\x44\x65leteUserRequest\x12\x30\n\x08username\x18\x01 \x01(\tB\x1e\xbaH\x1br\x16\x18@2\x12^[A-Za-z0-9._@-]+$\xc8\x01\x01\x12(\n\x06\x63\x61ller\x18\x03 \x01(\x0b\x32\x18.petstore.auth.v1.CallerJ\x04\x08\x02\x10\x03\"\x14\n\x12\x44\x65leteUserResponse\"{\n\x0cLoginRequest\x12\x30\n\x08username\x18\x01 \x01(\tB\x1e\xbaH\x1br\x16\x18@2\x12^[A-Za-z0-9._@-]+$\xc8\x01\x01\x12\x18\n\x08password\x18\x02 \x01(\tB\x06\xbaH\x03\xc8\x01\x01\x12\x1f\n\x0e\x63lient_address\x18\x03 \x01(\tB\x07\xbaH\x04r\x02\x18@\"W\n\rLoginResponse\x12\x15\n\rsession_token\x18\x01 \x01(\t\x12/\n\x0b\x65xpire_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"&\n\rLogoutRequest\x12\x15\n\rsession_token\x18\x01 \x01(\t\"\x10\n\x0eLogoutResponse\")\n\x13\x43heckSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"&\n\x14\x43heckSessionResponse\x12\x0e\n\x06\x61\x63tive\x18\x01 \x01(\x08*O\n\x08UserView\x12\x19\n\x15USER_VIEW_UNSPECIFIED\x10\x00\x12\x12\n\x0eUSER_VIEW_FULL\x10\x01\x12\x14\n\x10USER_VIEW_PUBLIC\x10\x02\x32\xc4\x05\n\x0bUserService\x12W\n\nCreateUser\x12#.petstore.user.v1.CreateUserRequest\x1a$.petstore.user.v1.CreateUserResponse\x12Z\n\x0b\x43reateUsers\x12$.petstore.user.v1.CreateUsersRequest\x1a%.petstore.user.v1.CreateUsersResponse\x12S\n\x07GetUser\x12 .petstore.user.v1.GetUserRequest\x1a!.petstore.user.v1.GetUserResponse\"\x03\x90\x02\x01\x12W\n\nUpdateUser\x12#.petstore.user.v1.UpdateUserRequest\x1a$.petstore.user.v1.UpdateUserResponse\x12W\n\nDeleteUser\x12#.petstore.user.v1.DeleteUserRequest\x1a$.petstore.user.v1.DeleteUserResponse\x12H\n\x05Login\x12\x1e.petstore.user.v1.LoginRequest\x1a\x1f.petstore.user.v1.LoginResponse\x12K\n\x06Logout\x12\x1f.petstore.user.v1.LogoutRequest\x1a .petstore.user.v1.LogoutResponse\x12\x62\n\x0c\x43heckSession\x12%.petstore.user.v1.CheckSessionRequest\x1a&.petstore.user.v1.CheckSessionResponse\"\x03\x90\x02\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#petstore/user/v1/user_service.proto\x12\x10petstore.user.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dpetstore/auth/v1/caller.proto\x1a!petstore/formats/v1/formats.proto\x1a\x1bpetstore/user/v1/user.proto\x1a)petstore/versioning/v1/precondition.proto\"\x9d\x01\n\x11\x43reateUserRequest\x12$\n\x04user\x18\x01 \x01(\x0b\x32\x16.petstore.user.v1.User\x12\x1f\n\x08password\x18\x02 \x01(\tB\r\xbaH\nr\x05\x10\x08\x18\x80\x01\xc8\x01\x01\x12(\n\x06\x63\x61ller\x18\x03 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fidempotency_key\x18\x04 \x01(\t\"U\n\x12\x43reateUserResponse\x12$\n\x04user\x18\x01 \x01(\x0b\x32\x16.petstore.user.v1.User\x12\x19\n\x11idempotent_replay\x18\x02 \x01(\x08\"\x97\x01\n\x12\x43reateUsersRequest\x12>\n\x05users\x18\x01 \x03(\x0b\x32#.petstore.user.v1.CreateUserRequestB\n\xbaH\x07\x92\x01\x04\x08\x01\x10\x64\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"W\n\x13\x43reateUsersResponse\x12%\n\x05users\x18\x01 \x03(\x0b\x32\x16.petstore.user.v1.User\x12\x19\n\x11idempotent_replay\x18\x02 \x01(\x08\"\\\n\x0eGetUserRequest\x12 \n\x08username\x18\x01 \x01(\tB\x0e\xbaH\x0br\x06\x18@\xd0\xbd*\x01\xc8\x01\x01\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"a\n\x0fGetUserResponse\x12$\n\x04user\x18\x01 \x01(\x0b\x32\x16.petstore.user.v1.User\x12(\n\x04view\x18\x02 \x01(\x0e\x32\x1a.petstore.user.v1.UserView\"\x94\x02\n\x11UpdateUserRequest\x12 \n\x08username\x18\x01 \x01(\tB\x0e\xbaH\x0br\x06\x18@\xd0\xbd*\x01\xc8\x01\x01\x12$\n\x04user\x18\x02 \x01(\x0b\x32\x16.petstore.user.v1.User\x12!\n\x08password\x18\x03 \x01(\tB\n\xbaH\x07r\x05\x10\x08\x18\x80\x01H\x00\x88\x01\x01\x12(\n\x06\x63\x61ller\x18\x05 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12:\n\x0cprecondition\x18\x06 \x01(\x0b\x32$.petstore.versioning.v1.Precondition\x12\x1b\n\nsession_id\x18\x07 \x01(\tB\x07\xbaH\x04r\x02\x18@B\x0b\n\t_passwordJ\x04\x08\x04\x10\x05\":\n\x12UpdateUserResponse\x12$\n\x04user\x18\x01 \x01(\x0b\x32\x16.petstore.user.v1.User\"e\n\x11\x44\x65leteUserRequest\x12 \n\x08username\x18\x01 \x01(\tB\x0e\xbaH\x0br\x06\x18@\xd0\xbd*\x01\xc8\x01\x01\x12(\n\x06\x63\x61ller\x18\x03 \x01(\x0b\x32\x18.petstore.auth.v1.CallerJ\x04\x08\x02\x10\x03\"\x14\n\x12\x44\x65leteUserResponse\"k\n\x0cLoginRequest\x12 \n\x08username\x18\x01 \x01(\tB\x0e\xbaH\x0br\x06\x18@\xd0\xbd*\x01\xc8\x01\x01\x12\x18\n\x08password\x18\x02 \x01(\tB\x06\xbaH\x03\xc8\x01\x01\x12\x1f\n\x0e\x63lient_address\x18\x03 \x01(\tB\x07\xbaH\x04r\x02\x18@\"W\n\rLoginResponse\x12\x15\n\rsession_token\x18\x01 \x01(\t\x12/\n\x0b\x65xpire_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"&\n\rLogoutRequest\x12\x15\n\rsession_token\x18\x01 \x01(\t\"\x10\n\x0eLogoutResponse\")\n\x13\x43heckSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"&\n\x14\x43heckSessionResponse\x12\x0e\n\x06\x61\x63tive\x18\x01 \x01(\x08*O\n\x08UserView\x12\x19\n\x15USER_VIEW_UNSPECIFIED\x10\x00\x12\x12\n\x0eUSER_VIEW_FULL\x10\x01\x12\x14\n\x10USER_VIEW_PUBLIC\x10\x02\x32\xc4\x05\n\x0bUserService\x12W\n\nCreateUser\x12#.petstore.user.v1.CreateUserRequest\x1a$.petstore.user.v1.CreateUserResponse\x12Z\n\x0b\x43reateUsers\x12$.petstore.user.v1.CreateUsersRequest\x1a%.petstore.user.v1.CreateUsersResponse\x12S\n\x07GetUser\x12 .petstore.user.v1.GetUserRequest\x1a!.petstore.user.v1.GetUserResponse\"\x03\x90\x02\x01\x12W\n\nUpdateUser\x12#.petstore.user.v1.UpdateUserRequest\x1a$.petstore.user.v1.UpdateUserResponse\x12W\n\nDeleteUser\x12#.petstore.user.v1.DeleteUserRequest\x1a$.petstore.user.v1.DeleteUserResponse\x12H\n\x05Login\x12\x1e.petstore.user.v1.LoginRequest\x1a\x1f.petstore.user.v1.LoginResponse\x12K\n\x06Logout\x12\x1f.petstore.user.v1.LogoutRequest\x1a .petstore.user.v1.LogoutResponse\x12\x62\n\x0c\x43heckSession\x12%.petstore.user.v1.CheckSessionRequest\x1a&.petstore.user.v1.CheckSessionResponse\"\x03\x90\x02\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,17 +42,17 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CREATEUSERSREQUEST'].fields_by_name['users']._loaded_options = None
   _globals['_CREATEUSERSREQUEST'].fields_by_name['users']._serialized_options = b'\272H\007\222\001\004\010\001\020d'
   _globals['_GETUSERREQUEST'].fields_by_name['username']._loaded_options = None
-  _globals['_GETUSERREQUEST'].fields_by_name['username']._serialized_options = b'\272H\033r\026\030@2\022^[A-Za-z0-9._@-]+$\310\001\001'
+  _globals['_GETUSERREQUEST'].fields_by_name['username']._serialized_options = b'\272H\013r\006\030@\320\275*\001\310\001\001'
   _globals['_UPDATEUSERREQUEST'].fields_by_name['username']._loaded_options = None
-  _globals['_UPDATEUSERREQUEST'].fields_by_name['username']._serialized_options = b'\272H\033r\026\030@2\022^[A-Za-z0-9._@-]+$\310\001\001'
+  _globals['_UPDATEUSERREQUEST'].fields_by_name['username']._serialized_options = b'\272H\013r\006\030@\320\275*\001\310\001\001'
   _globals['_UPDATEUSERREQUEST'].fields_by_name['password']._loaded_options = None
   _globals['_UPDATEUSERREQUEST'].fields_by_name['password']._serialized_options = b'\272H\007r\005\020\010\030\200\001'
   _globals['_UPDATEUSERREQUEST'].fields_by_name['session_id']._loaded_options = None
   _globals['_UPDATEUSERREQUEST'].fields_by_name['session_id']._serialized_options = b'\272H\004r\002\030@'
   _globals['_DELETEUSERREQUEST'].fields_by_name['username']._loaded_options = None
-  _globals['_DELETEUSERREQUEST'].fields_by_name['username']._serialized_options = b'\272H\033r\026\030@2\022^[A-Za-z0-9._@-]+$\310\001\001'
+  _globals['_DELETEUSERREQUEST'].fields_by_name['username']._serialized_options = b'\272H\013r\006\030@\320\275*\001\310\001\001'
   _globals['_LOGINREQUEST'].fields_by_name['username']._loaded_options = None
-  _globals['_LOGINREQUEST'].fields_by_name['username']._serialized_options = b'\272H\033r\026\030@2\022^[A-Za-z0-9._@-]+$\310\001\001'
+  _globals['_LOGINREQUEST'].fields_by_name['username']._serialized_options = b'\272H\013r\006\030@\320\275*\001\310\001\001'
   _globals['_LOGINREQUEST'].fields_by_name['password']._loaded_options = None
   _globals['_LOGINREQUEST'].fields_by_name['password']._serialized_options = b'\272H\003\310\001\001'
   _globals['_LOGINREQUEST'].fields_by_name['client_address']._loaded_options = None
@@ -60,40 +61,40 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_USERSERVICE'].methods_by_name['GetUser']._serialized_options = b'\220\002\001'
   _globals['_USERSERVICE'].methods_by_name['CheckSession']._loaded_options = None
   _globals['_USERSERVICE'].methods_by_name['CheckSession']._serialized_options = b'\220\002\001'
-  _globals['_USERVIEW']._serialized_start=1772
-  _globals['_USERVIEW']._serialized_end=1851
-  _globals['_CREATEUSERREQUEST']._serialized_start=223
-  _globals['_CREATEUSERREQUEST']._serialized_end=380
-  _globals['_CREATEUSERRESPONSE']._serialized_start=382
-  _globals['_CREATEUSERRESPONSE']._serialized_end=467
-  _globals['_CREATEUSERSREQUEST']._serialized_start=470
-  _globals['_CREATEUSERSREQUEST']._serialized_end=621
-  _globals['_CREATEUSERSRESPONSE']._serialized_start=623
-  _globals['_CREATEUSERSRESPONSE']._serialized_end=710
-  _globals['_GETUSERREQUEST']._serialized_start=712
-  _globals['_GETUSERREQUEST']._serialized_end=820
-  _globals['_GETUSERRESPONSE']._serialized_start=822
-  _globals['_GETUSERRESPONSE']._serialized_end=919
-  _globals['_UPDATEUSERREQUEST']._serialized_start=922
-  _globals['_UPDATEUSERREQUEST']._serialized_end=1214
-  _globals['_UPDATEUSERRESPONSE']._serialized_start=1216
-  _globals['_UPDATEUSERRESPONSE']._serialized_end=1274
-  _globals['_DELETEUSERREQUEST']._serialized_start=1276
-  _globals['_DELETEUSERREQUEST']._serialized_end=1393
-  _globals['_DELETEUSERRESPONSE']._serialized_start=1395
-  _globals['_DELETEUSERRESPONSE']._serialized_end=1415
-  _globals['_LOGINREQUEST']._serialized_start=1417
-  _globals['_LOGINREQUEST']._serialized_end=1540
-  _globals['_LOGINRESPONSE']._serialized_start=1542
-  _globals['_LOGINRESPONSE']._serialized_end=1629
-  _globals['_LOGOUTREQUEST']._serialized_start=1631
-  _globals['_LOGOUTREQUEST']._serialized_end=1669
-  _globals['_LOGOUTRESPONSE']._serialized_start=1671
-  _globals['_LOGOUTRESPONSE']._serialized_end=1687
-  _globals['_CHECKSESSIONREQUEST']._serialized_start=1689
-  _globals['_CHECKSESSIONREQUEST']._serialized_end=1730
-  _globals['_CHECKSESSIONRESPONSE']._serialized_start=1732
-  _globals['_CHECKSESSIONRESPONSE']._serialized_end=1770
-  _globals['_USERSERVICE']._serialized_start=1854
-  _globals['_USERSERVICE']._serialized_end=2562
+  _globals['_USERVIEW']._serialized_start=1743
+  _globals['_USERVIEW']._serialized_end=1822
+  _globals['_CREATEUSERREQUEST']._serialized_start=258
+  _globals['_CREATEUSERREQUEST']._serialized_end=415
+  _globals['_CREATEUSERRESPONSE']._serialized_start=417
+  _globals['_CREATEUSERRESPONSE']._serialized_end=502
+  _globals['_CREATEUSERSREQUEST']._serialized_start=505
+  _globals['_CREATEUSERSREQUEST']._serialized_end=656
+  _globals['_CREATEUSERSRESPONSE']._serialized_start=658
+  _globals['_CREATEUSERSRESPONSE']._serialized_end=745
+  _globals['_GETUSERREQUEST']._serialized_start=747
+  _globals['_GETUSERREQUEST']._serialized_end=839
+  _globals['_GETUSERRESPONSE']._serialized_start=841
+  _globals['_GETUSERRESPONSE']._serialized_end=938
+  _globals['_UPDATEUSERREQUEST']._serialized_start=941
+  _globals['_UPDATEUSERREQUEST']._serialized_end=1217
+  _globals['_UPDATEUSERRESPONSE']._serialized_start=1219
+  _globals['_UPDATEUSERRESPONSE']._serialized_end=1277
+  _globals['_DELETEUSERREQUEST']._serialized_start=1279
+  _globals['_DELETEUSERREQUEST']._serialized_end=1380
+  _globals['_DELETEUSERRESPONSE']._serialized_start=1382
+  _globals['_DELETEUSERRESPONSE']._serialized_end=1402
+  _globals['_LOGINREQUEST']._serialized_start=1404
+  _globals['_LOGINREQUEST']._serialized_end=1511
+  _globals['_LOGINRESPONSE']._serialized_start=1513
+  _globals['_LOGINRESPONSE']._serialized_end=1600
+  _globals['_LOGOUTREQUEST']._serialized_start=1602
+  _globals['_LOGOUTREQUEST']._serialized_end=1640
+  _globals['_LOGOUTRESPONSE']._serialized_start=1642
+  _globals['_LOGOUTRESPONSE']._serialized_end=1658
+  _globals['_CHECKSESSIONREQUEST']._serialized_start=1660
+  _globals['_CHECKSESSIONREQUEST']._serialized_end=1701
+  _globals['_CHECKSESSIONRESPONSE']._serialized_start=1703
+  _globals['_CHECKSESSIONRESPONSE']._serialized_end=1741
+  _globals['_USERSERVICE']._serialized_start=1825
+  _globals['_USERSERVICE']._serialized_end=2533
 # @@protoc_insertion_point(module_scope)
