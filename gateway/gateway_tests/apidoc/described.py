@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..conftest import Client
@@ -9,19 +10,24 @@ from ..conftest import Client
 HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch"})
 
 
-async def fetch(client: Client, path: str) -> dict[str, Any]:
+DOCUMENT_PATHS = {"swagger": "/v2/swagger.json", "openapi": "/v2/openapi.json"}
+
+
+async def fetch_raw(client: Client, path: str) -> bytes:
+    """The body of a description as served (a 200 of JSON)."""
     response = await client.get(path)
     assert response.status == 200, await response.text()
     assert response.content_type == "application/json"
-    document: dict[str, Any] = await response.json()
+    return await response.read()
+
+
+async def fetch(client: Client, path: str) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(await fetch_raw(client, path))
     return document
 
 
 async def both_documents(client: Client) -> dict[str, dict[str, Any]]:
-    return {
-        "swagger": await fetch(client, "/v2/swagger.json"),
-        "openapi": await fetch(client, "/v2/openapi.json"),
-    }
+    return {name: await fetch(client, path) for name, path in DOCUMENT_PATHS.items()}
 
 
 def base_path(document: dict[str, Any]) -> str:

@@ -161,11 +161,6 @@ async def seeded_gateway(settings: GatewaySettings) -> AsyncIterator[tuple[Clien
             yield client, seeded
 
 
-@pytest.fixture
-async def documents(client: Client) -> dict[str, dict[str, Any]]:
-    return await both_documents(client)
-
-
 def _assert_documented(documents: dict[str, dict[str, Any]], call: Call, status: int) -> None:
     for name, document in documents.items():
         assert status in statuses(document, call.method, call.route), (name, call.method, call.route, status)

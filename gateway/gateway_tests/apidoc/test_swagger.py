@@ -32,7 +32,7 @@ from petstore_gateway.representations.user import USER, USERS
 from petstore_gateway.routes import OPERATIONS
 
 from ..conftest import Client
-from .described import both_documents, operations, statuses
+from .described import operations, statuses
 
 NOT_DESCRIBED = frozenset(
     {"/livez", "/readyz"}
@@ -54,11 +54,6 @@ def served_operations(app: web.Application) -> set[tuple[str, str]]:
         if route.method != "HEAD" and resource.canonical not in NOT_DESCRIBED:
             served.add((route.method, resource.canonical))
     return served
-
-
-@pytest.fixture
-async def documents(client: Client) -> dict[str, dict[str, Any]]:
-    return await both_documents(client)
 
 
 @DOCUMENTS
