@@ -30,13 +30,14 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from petstore_common.request_context import current_request_id, sanitize_request_id
-from petstore_gateway.auth import ANONYMOUS, authenticate_request
+from petstore_gateway.auth import ANONYMOUS, Principal, authenticate_request
 from petstore_gateway.caching import add_vary
+from petstore_gateway.client_address import Network
 from petstore_gateway.cors import response_headers
 from petstore_gateway.credentials import request_credential
 from petstore_gateway.errors import ApiError
 from petstore_gateway.keys import AUTHENTICATOR, METRICS, PRINCIPAL, RATE_LIMITS, RESPONSE_TYPE, SETTINGS
-from petstore_gateway.metrics import route_template
+from petstore_gateway.metrics import GatewayMetrics, route_template
 from petstore_gateway.middlewares import (
     PROBES,
     REQUEST_ID_HEADER,
@@ -49,9 +50,9 @@ from petstore_gateway.middlewares import (
     preflight,
     probe_log,
 )
-from petstore_gateway.negotiation import JSON_RESPONSE, choose_response_type, not_acceptable
+from petstore_gateway.negotiation import JSON_RESPONSE, ResponseType, choose_response_type, not_acceptable
 from petstore_gateway.operations import Access, Operation, in_api, routed_marker
-from petstore_gateway.ratelimit import too_many
+from petstore_gateway.ratelimit import KeyedLimiter, too_many
 from petstore_gateway.refusal_log import CLIENT_CLOSED_REQUEST
 
 
@@ -122,11 +123,8 @@ def build_pipeline(op: Operation | None, app: web.Application) -> Pipeline:
         # 2. observe
         started = time.perf_counter()
         status = 500
-        if lean:
-            api = in_api(request)
-        else:
-            mark_routed(request)
-            api = True
+        mark_routed(request)  # (the lean path's marks nothing: it looks routing up when asked)
+        api = in_api(request) if lean else True
         try:
             try:
                 # 3. CORS (the lean path answers an OPTIONS preflight here, CORS grant and all)
@@ -134,58 +132,35 @@ def build_pipeline(op: Operation | None, app: web.Application) -> Pipeline:
                 response: web.StreamResponse | None = preflight(request, origin, allowed) if lean else None
                 if response is None:
                     cors = no_origin_cors if origin is None else response_headers(origin, allowed)
+                    # 4. errors
                     try:
-                        # 4. errors
-                        try:
-                            # 5. rate limit (never the probes: an orchestrator must always be able to ask)
-                            credential: str | None = None  # not read yet
-                            if limited and (not lean or request.path not in PROBES):
-                                credential = request_credential(request)  # 400 when the headers disagree
-                                # most requests send none: no coroutine to spend on it
-                                caller = await genuine_caller(request) if credential else ANONYMOUS
-                                retry_after = limiter.acquire(client_identity(request, caller, trusted))  # type: ignore[union-attr]
-                                if retry_after is not None:
-                                    metrics.limited("client")
-                                    request[PRINCIPAL] = caller  # whom the access log names as refused
-                                    raise too_many(retry_after, "requests", limit=limiter.name)  # type: ignore[union-attr]
-                            # 6. negotiation
-                            if negotiates:
-                                chosen = choose_response_type(request.headers.get("Accept"))
-                                if chosen is None:
-                                    if refuses_unacceptable:
-                                        raise not_acceptable()
-                                    chosen = JSON_RESPONSE
-                                request[RESPONSE_TYPE] = chosen
-                            # 7. auth (conflicting credentials are 400 on every API request)
-                            if not api:
-                                credential = ""
-                            elif credential is None:
-                                credential = request_credential(request)
-                            principal = ANONYMOUS
-                            if always_authenticates or (may_authenticate and credential):
-                                principal = await authenticate_request(request, authenticator, credential)
-                            request[PRINCIPAL] = principal  # before a 403 too: the log names whom it refused
-                            if staff_refusal and not principal.is_staff:
-                                raise ApiError(403, staff_refusal)
-                            # 8. the handler
-                            response = await handler(request)
-                        except Exception as exc:  # redirects are re-raised
-                            response = failure_response(request, exc)
-                    except web.HTTPException as exc:  # only redirects get past the error step
-                        _add_cors(exc, cors)
-                        raise
-                    if origin is None and api and response.headers.get("Vary") is None:
-                        if no_origin_extra:
-                            response.headers.update(no_origin_extra)
-                        response.headers["Vary"] = no_origin_vary
-                    else:
-                        _add_cors(response, cors)
-                        if api:
-                            add_vary(response, "Accept")
+                        # 5. rate limit (never the probes: an orchestrator must always be able to ask)
+                        credential: str | None = None  # not read yet
+                        if limited and (not lean or request.path not in PROBES):
+                            credential = request_credential(request)  # 400 when the headers disagree
+                            # most requests send none: no coroutine to spend on it
+                            caller = await genuine_caller(request) if credential else ANONYMOUS
+                            _admit(request, caller, limiter, trusted, metrics)  # type: ignore[arg-type]
+                        # 6. negotiation
+                        if negotiates:
+                            request[RESPONSE_TYPE] = _negotiate(request, refuses_unacceptable)
+                        # 7. auth (conflicting credentials are 400 on every API request)
+                        credential = _credential(request, api, credential)
+                        principal = ANONYMOUS
+                        if always_authenticates or (may_authenticate and credential):
+                            principal = await authenticate_request(request, authenticator, credential)
+                        request[PRINCIPAL] = principal  # before a 403 too: the log names whom it refused
+                        if staff_refusal and not principal.is_staff:
+                            raise ApiError(403, staff_refusal)
+                        # 8. the handler
+                        response = await handler(request)
+                    except Exception as exc:  # a redirect is raised again, CORS headers added
+                        response = _answer_failure(request, exc, cors)
+                    _finish_headers(response, origin, api, cors, no_origin_extra, no_origin_vary)
                 elif api:
                     add_vary(response, "Accept")
                 status = CLIENT_CLOSED_REQUEST if client_gone(request) else response.status
-            except web.HTTPException as exc:
+            except web.HTTPException as exc:  # only redirects get past the error step
                 status = exc.status
                 exc.headers[REQUEST_ID_HEADER] = request_id
                 raise
@@ -197,22 +172,103 @@ def build_pipeline(op: Operation | None, app: web.Application) -> Pipeline:
             return response
         finally:
             try:
-                elapsed = time.perf_counter() - started
-                route = route_label[0] or route_template(request)
-                if not lean:  # an operation's route template is the same for all its requests
-                    route_label[0] = route
-                metrics.observe(request.method, route, status, elapsed)
-                ms = round(elapsed * 1000, 2)
-                if status >= 400:
-                    log_refusal(request, route, status, ms)
-                elif route in PROBES:
-                    probe_log.write(method=request.method, route=route, status=status, ms=ms)
-                else:
-                    access_log.write(method=request.method, route=route, status=status, ms=ms)
+                _record(request, metrics, route_label, lean, status, started)
             finally:
                 current_request_id.reset(token)
 
     return Pipeline(op, steps, run)
+
+
+# The steps' synchronous parts, in the order `run` calls them: plain functions, so that `run`
+# stays the request's one coroutine frame (an awaited helper adds one: bench/README.md, "Pipeline").
+
+
+def _admit(
+    request: web.Request,
+    caller: Principal,
+    limiter: KeyedLimiter,
+    trusted: tuple[Network, ...],
+    metrics: GatewayMetrics,
+) -> None:
+    """Step 5: spend one of the caller's tokens, or refuse with 429 (counted)."""
+    retry_after = limiter.acquire(client_identity(request, caller, trusted))
+    if retry_after is not None:
+        metrics.limited("client")
+        request[PRINCIPAL] = caller  # whom the access log names as refused
+        raise too_many(retry_after, "requests", limit=limiter.name)
+
+
+def _negotiate(request: web.Request, refuses_unacceptable: bool) -> ResponseType:
+    """Step 6: the representation the Accept header chooses; when it allows none we offer, 406
+    if `refuses_unacceptable` (a negotiated operation), else JSON (the lean path)."""
+    chosen = choose_response_type(request.headers.get("Accept"))
+    if chosen is None:
+        if refuses_unacceptable:
+            raise not_acceptable()
+        chosen = JSON_RESPONSE
+    return chosen
+
+
+def _credential(request: web.Request, api: bool, credential: str | None) -> str:
+    """Step 7: the credential to authenticate: none off the API; else the one step 5 read, or
+    read now (400 when the headers disagree)."""
+    if not api:
+        return ""
+    return request_credential(request) if credential is None else credential
+
+
+def _answer_failure(request: web.Request, exc: Exception, cors: dict[str, str]) -> web.StreamResponse:
+    """Step 4: the ApiResponse error body for `exc`; a redirect, which the error step raises
+    again, leaves with the CORS headers."""
+    try:
+        return failure_response(request, exc)
+    except web.HTTPException as redirect:
+        _add_cors(redirect, cors)
+        raise
+
+
+def _finish_headers(
+    response: web.StreamResponse,
+    origin: str | None,
+    api: bool,
+    cors: dict[str, str],
+    no_origin_extra: dict[str, str],
+    no_origin_vary: str,
+) -> None:
+    """After step 8: the CORS headers, and Vary: Accept on an API answer. The usual case (no
+    Origin, an API answer not varying yet) takes the headers precomputed for it, same order."""
+    if origin is None and api and response.headers.get("Vary") is None:
+        if no_origin_extra:
+            response.headers.update(no_origin_extra)
+        response.headers["Vary"] = no_origin_vary
+    else:
+        _add_cors(response, cors)
+        if api:
+            add_vary(response, "Accept")
+
+
+def _record(
+    request: web.Request,
+    metrics: GatewayMetrics,
+    route_label: list[str],
+    lean: bool,
+    status: int,
+    started: float,
+) -> None:
+    """Step 2's end: the request's metrics and its access line (a refusal's names more; a probe's
+    2xx is at DEBUG). `route_label` keeps an operation's route template after its first request."""
+    elapsed = time.perf_counter() - started
+    route = route_label[0] or route_template(request)
+    if not lean:  # an operation's route template is the same for all its requests
+        route_label[0] = route
+    metrics.observe(request.method, route, status, elapsed)
+    ms = round(elapsed * 1000, 2)
+    if status >= 400:
+        log_refusal(request, route, status, ms)
+    elif route in PROBES:
+        probe_log.write(method=request.method, route=route, status=status, ms=ms)
+    else:
+        access_log.write(method=request.method, route=route, status=status, ms=ms)
 
 
 def _unmarked(request: web.Request) -> None:
