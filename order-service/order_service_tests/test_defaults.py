@@ -22,7 +22,7 @@ from petstore_order.pets import grpc_pet_directory
 from petstore_order.service import build_definition
 from petstore_order.storage.memory import MemoryOrderStore
 
-from .pet_backend import PetBackend, local_settings, pet_backend
+from .pet_backend import PetBackend, local_settings
 from .test_servicer import create, fails, get
 
 if TYPE_CHECKING:
@@ -33,17 +33,6 @@ ANN = callers.customer(11)
 PLACED = order_pb2.ORDER_STATUS_PLACED
 CREATE_ORDER = "/petstore.order.v1.OrderService/CreateOrder"
 QUANTITY_OUT_OF_RANGE = "quantity: must be greater than or equal to 1 and less than or equal to 1000000"
-
-
-@pytest.fixture
-async def pets() -> AsyncIterator[PetBackend]:
-    async with pet_backend() as backend:
-        yield backend
-
-
-@pytest.fixture
-def store() -> MemoryOrderStore:
-    return MemoryOrderStore()
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from petstore_order.service import SERVICE_NAME, order_service
 from petstore_order.settings import OrderSettings
 from petstore_order.storage.documents import Document
 
-from .pet_backend import PetBackend, closed_address, local_settings, pet_backend
+from .pet_backend import PetBackend, closed_address, local_settings
 
 STAFF = callers.staff()
 
@@ -45,12 +45,6 @@ async def served(order_settings: OrderSettings) -> AsyncIterator[OrderServiceAsy
                 yield order_service_pb2_grpc.OrderServiceStub(channel)
         finally:
             await running.stop(None)
-
-
-@pytest.fixture
-async def pets() -> AsyncIterator[PetBackend]:
-    async with pet_backend() as backend:
-        yield backend
 
 
 async def test_without_a_uri_the_service_runs_in_memory() -> None:

@@ -46,17 +46,6 @@ async def order_stub(store: MemoryOrderStore, pet_service_addr: str) -> AsyncIte
 
 
 @pytest.fixture
-async def pets() -> AsyncIterator[PetBackend]:
-    async with pet_backend() as backend:
-        yield backend
-
-
-@pytest.fixture
-def store() -> MemoryOrderStore:
-    return MemoryOrderStore()
-
-
-@pytest.fixture
 async def stub(store: MemoryOrderStore, pets: PetBackend) -> AsyncIterator[OrderServiceAsyncStub]:
     async with order_stub(store, pets.address) as stub:
         yield stub

@@ -27,11 +27,6 @@ APPROVED = order_pb2.ORDER_STATUS_APPROVED
 
 
 @pytest.fixture
-def store() -> MemoryOrderStore:
-    return MemoryOrderStore()
-
-
-@pytest.fixture
 async def stub(store: MemoryOrderStore) -> AsyncIterator[OrderServiceAsyncStub]:
     async with pet_backend() as pets, order_stub(store, pets.address) as stub:
         yield stub
