@@ -20,7 +20,7 @@ from petstore.pet.v1 import pet_pb2, pet_service_pb2
 from petstore.user.v1 import user_pb2, user_service_pb2
 from petstore_common import formats
 from petstore_common.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
-from petstore_common.rules import field_rules
+from petstore_common.rules import enum_names, field_rules
 from petstore_gateway.operations import Json
 from petstore_gateway.params import (
     LIMIT_PARAM,
@@ -31,7 +31,7 @@ from petstore_gateway.representations.order import DEFAULT_QUANTITY, DEFAULT_STA
 from petstore_gateway.representations.pet import MAX_PHOTO_URLS, MAX_TAGS, PET_STATUSES
 from petstore_gateway.representations.user import MAX_USERS_PER_REQUEST
 
-_DEFAULT_STATUS_NAME = next(name for name, value in ORDER_STATUSES.items() if value == DEFAULT_STATUS)
+_DEFAULT_STATUS_NAME = enum_names(order_pb2.OrderStatus)[DEFAULT_STATUS]
 
 # Bounds and patterns of request fields are the contract's: protovalidate rules on the protos'
 # fields, read here from the descriptors, so that a rule changed in a proto (and `make protos`)
