@@ -5,7 +5,8 @@ method, and the token must vouch for the very `Caller` the request carries.
 ISSUERS is the one list of who signs and what each may do. The gateway may call every method on
 behalf of the callers it authenticated; the order service only the pet service's methods an
 order needs, on behalf of nobody (no caller, or an empty one: it is granted nothing a caller
-would need).
+would need); the webhook service only the pet and order services' event outboxes, on behalf of
+nobody.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 
 GATEWAY = "gateway"
 ORDER_SERVICE = "order-service"
+WEBHOOK_SERVICE = "webhook-service"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,12 +47,24 @@ class IssuerRights:
 
 
 PET_SERVICE = "/petstore.pet.v1.PetService/"
+ORDER_SERVICE_METHODS = "/petstore.order.v1.OrderService/"
 ISSUERS: Mapping[str, IssuerRights] = {
     GATEWAY: IssuerRights(methods=None, on_behalf_of_callers=True),
     ORDER_SERVICE: IssuerRights(
         methods=frozenset(
             PET_SERVICE + method
             for method in ("FindExistingPets", "GetPet", "ReservePet", "ReleasePet", "SellPet")
+        ),
+        on_behalf_of_callers=False,
+    ),
+    WEBHOOK_SERVICE: IssuerRights(
+        methods=frozenset(
+            {
+                PET_SERVICE + "ReadPetEvents",
+                PET_SERVICE + "AckPetEvents",
+                ORDER_SERVICE_METHODS + "ReadOrderEvents",
+                ORDER_SERVICE_METHODS + "AckOrderEvents",
+            }
         ),
         on_behalf_of_callers=False,
     ),

@@ -23,11 +23,12 @@ _sym_db = _symbol_database.Default()
 
 
 from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from petstore.auth.v1 import caller_pb2 as petstore_dot_auth_dot_v1_dot_caller__pb2
 from petstore.order.v1 import order_pb2 as petstore_dot_order_dot_v1_dot_order__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%petstore/order/v1/order_service.proto\x12\x11petstore.order.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1dpetstore/auth/v1/caller.proto\x1a\x1dpetstore/order/v1/order.proto\"\x80\x01\n\x12\x43reateOrderRequest\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"Y\n\x13\x43reateOrderResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\x12\x19\n\x11idempotent_replay\x18\x02 \x01(\x08\"P\n\x0fGetOrderRequest\x12\x13\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\";\n\x10GetOrderResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\"S\n\x12\x44\x65leteOrderRequest\x12\x13\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\">\n\x13\x44\x65leteOrderResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\"\x95\x01\n\x18UpdateOrderStatusRequest\x12\x13\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12:\n\x06status\x18\x02 \x01(\x0e\x32\x1e.petstore.order.v1.OrderStatusB\n\xbaH\x07\x82\x01\x04\x10\x01 \x00\x12(\n\x06\x63\x61ller\x18\x03 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"D\n\x19UpdateOrderStatusResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\"\x91\x02\n\x11ListOrdersRequest\x12\x41\n\x08statuses\x18\x01 \x03(\x0e\x32\x1e.petstore.order.v1.OrderStatusB\x0f\xbaH\x0c\x92\x01\t\"\x07\x82\x01\x04\x10\x01 \x00\x12\x1c\n\x06pet_id\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00H\x00\x88\x01\x01\x12#\n\rowner_user_id\x18\x03 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00H\x01\x88\x01\x01\x12\x11\n\tpage_size\x18\x04 \x01(\x05\x12\x1c\n\npage_token\x18\x05 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x02\x12(\n\x06\x63\x61ller\x18\x06 \x01(\x0b\x32\x18.petstore.auth.v1.CallerB\t\n\x07_pet_idB\x10\n\x0e_owner_user_id\"W\n\x12ListOrdersResponse\x12(\n\x06orders\x18\x01 \x03(\x0b\x32\x18.petstore.order.v1.Order\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t2\xf4\x03\n\x0cOrderService\x12\\\n\x0b\x43reateOrder\x12%.petstore.order.v1.CreateOrderRequest\x1a&.petstore.order.v1.CreateOrderResponse\x12X\n\x08GetOrder\x12\".petstore.order.v1.GetOrderRequest\x1a#.petstore.order.v1.GetOrderResponse\"\x03\x90\x02\x01\x12\\\n\x0b\x44\x65leteOrder\x12%.petstore.order.v1.DeleteOrderRequest\x1a&.petstore.order.v1.DeleteOrderResponse\x12n\n\x11UpdateOrderStatus\x12+.petstore.order.v1.UpdateOrderStatusRequest\x1a,.petstore.order.v1.UpdateOrderStatusResponse\x12^\n\nListOrders\x12$.petstore.order.v1.ListOrdersRequest\x1a%.petstore.order.v1.ListOrdersResponse\"\x03\x90\x02\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%petstore/order/v1/order_service.proto\x12\x11petstore.order.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dpetstore/auth/v1/caller.proto\x1a\x1dpetstore/order/v1/order.proto\"\x80\x01\n\x12\x43reateOrderRequest\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"Y\n\x13\x43reateOrderResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\x12\x19\n\x11idempotent_replay\x18\x02 \x01(\x08\"P\n\x0fGetOrderRequest\x12\x13\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\";\n\x10GetOrderResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\"S\n\x12\x44\x65leteOrderRequest\x12\x13\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\">\n\x13\x44\x65leteOrderResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\"\x95\x01\n\x18UpdateOrderStatusRequest\x12\x13\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12:\n\x06status\x18\x02 \x01(\x0e\x32\x1e.petstore.order.v1.OrderStatusB\n\xbaH\x07\x82\x01\x04\x10\x01 \x00\x12(\n\x06\x63\x61ller\x18\x03 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"D\n\x19UpdateOrderStatusResponse\x12\'\n\x05order\x18\x01 \x01(\x0b\x32\x18.petstore.order.v1.Order\"\x91\x02\n\x11ListOrdersRequest\x12\x41\n\x08statuses\x18\x01 \x03(\x0e\x32\x1e.petstore.order.v1.OrderStatusB\x0f\xbaH\x0c\x92\x01\t\"\x07\x82\x01\x04\x10\x01 \x00\x12\x1c\n\x06pet_id\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00H\x00\x88\x01\x01\x12#\n\rowner_user_id\x18\x03 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00H\x01\x88\x01\x01\x12\x11\n\tpage_size\x18\x04 \x01(\x05\x12\x1c\n\npage_token\x18\x05 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x02\x12(\n\x06\x63\x61ller\x18\x06 \x01(\x0b\x32\x18.petstore.auth.v1.CallerB\t\n\x07_pet_idB\x10\n\x0e_owner_user_id\"W\n\x12ListOrdersResponse\x12(\n\x06orders\x18\x01 \x03(\x0b\x32\x18.petstore.order.v1.Order\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\xae\x01\n\nOrderEvent\x12\n\n\x02id\x18\x01 \x01(\t\x12/\n\x04type\x18\x02 \x01(\x0e\x32!.petstore.order.v1.OrderEventType\x12(\n\x04time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08sequence\x18\x04 \x01(\x03\x12\'\n\x05order\x18\x05 \x01(\x0b\x32\x18.petstore.order.v1.Order\"4\n\x16ReadOrderEventsRequest\x12\x1a\n\tpage_size\x18\x01 \x01(\x05\x42\x07\xbaH\x04\x1a\x02(\x00\"H\n\x17ReadOrderEventsResponse\x12-\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x1d.petstore.order.v1.OrderEvent\"M\n\rOrderEventAck\x12\x19\n\x08order_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12!\n\x10through_sequence\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\"R\n\x15\x41\x63kOrderEventsRequest\x12\x39\n\x04\x61\x63ks\x18\x01 \x03(\x0b\x32 .petstore.order.v1.OrderEventAckB\t\xbaH\x06\x92\x01\x03\x10\xe8\x07\"\x18\n\x16\x41\x63kOrderEventsResponse*\xcc\x01\n\x0eOrderEventType\x12 \n\x1cORDER_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1b\n\x17ORDER_EVENT_TYPE_PLACED\x10\x01\x12\x1d\n\x19ORDER_EVENT_TYPE_APPROVED\x10\x02\x12\x1e\n\x1aORDER_EVENT_TYPE_DELIVERED\x10\x03\x12\x1e\n\x1aORDER_EVENT_TYPE_CANCELLED\x10\x04\x12\x1c\n\x18ORDER_EVENT_TYPE_DELETED\x10\x05\x32\xcf\x05\n\x0cOrderService\x12\\\n\x0b\x43reateOrder\x12%.petstore.order.v1.CreateOrderRequest\x1a&.petstore.order.v1.CreateOrderResponse\x12X\n\x08GetOrder\x12\".petstore.order.v1.GetOrderRequest\x1a#.petstore.order.v1.GetOrderResponse\"\x03\x90\x02\x01\x12\\\n\x0b\x44\x65leteOrder\x12%.petstore.order.v1.DeleteOrderRequest\x1a&.petstore.order.v1.DeleteOrderResponse\x12n\n\x11UpdateOrderStatus\x12+.petstore.order.v1.UpdateOrderStatusRequest\x1a,.petstore.order.v1.UpdateOrderStatusResponse\x12^\n\nListOrders\x12$.petstore.order.v1.ListOrdersRequest\x1a%.petstore.order.v1.ListOrdersResponse\"\x03\x90\x02\x01\x12m\n\x0fReadOrderEvents\x12).petstore.order.v1.ReadOrderEventsRequest\x1a*.petstore.order.v1.ReadOrderEventsResponse\"\x03\x90\x02\x01\x12j\n\x0e\x41\x63kOrderEvents\x12(.petstore.order.v1.AckOrderEventsRequest\x1a).petstore.order.v1.AckOrderEventsResponse\"\x03\x90\x02\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -50,30 +51,56 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTORDERSREQUEST'].fields_by_name['owner_user_id']._serialized_options = b'\272H\004\"\002 \000'
   _globals['_LISTORDERSREQUEST'].fields_by_name['page_token']._loaded_options = None
   _globals['_LISTORDERSREQUEST'].fields_by_name['page_token']._serialized_options = b'\272H\005r\003\030\200\002'
+  _globals['_READORDEREVENTSREQUEST'].fields_by_name['page_size']._loaded_options = None
+  _globals['_READORDEREVENTSREQUEST'].fields_by_name['page_size']._serialized_options = b'\272H\004\032\002(\000'
+  _globals['_ORDEREVENTACK'].fields_by_name['order_id']._loaded_options = None
+  _globals['_ORDEREVENTACK'].fields_by_name['order_id']._serialized_options = b'\272H\004\"\002 \000'
+  _globals['_ORDEREVENTACK'].fields_by_name['through_sequence']._loaded_options = None
+  _globals['_ORDEREVENTACK'].fields_by_name['through_sequence']._serialized_options = b'\272H\004\"\002 \000'
+  _globals['_ACKORDEREVENTSREQUEST'].fields_by_name['acks']._loaded_options = None
+  _globals['_ACKORDEREVENTSREQUEST'].fields_by_name['acks']._serialized_options = b'\272H\006\222\001\003\020\350\007'
   _globals['_ORDERSERVICE'].methods_by_name['GetOrder']._loaded_options = None
   _globals['_ORDERSERVICE'].methods_by_name['GetOrder']._serialized_options = b'\220\002\001'
   _globals['_ORDERSERVICE'].methods_by_name['ListOrders']._loaded_options = None
   _globals['_ORDERSERVICE'].methods_by_name['ListOrders']._serialized_options = b'\220\002\001'
-  _globals['_CREATEORDERREQUEST']._serialized_start=152
-  _globals['_CREATEORDERREQUEST']._serialized_end=280
-  _globals['_CREATEORDERRESPONSE']._serialized_start=282
-  _globals['_CREATEORDERRESPONSE']._serialized_end=371
-  _globals['_GETORDERREQUEST']._serialized_start=373
-  _globals['_GETORDERREQUEST']._serialized_end=453
-  _globals['_GETORDERRESPONSE']._serialized_start=455
-  _globals['_GETORDERRESPONSE']._serialized_end=514
-  _globals['_DELETEORDERREQUEST']._serialized_start=516
-  _globals['_DELETEORDERREQUEST']._serialized_end=599
-  _globals['_DELETEORDERRESPONSE']._serialized_start=601
-  _globals['_DELETEORDERRESPONSE']._serialized_end=663
-  _globals['_UPDATEORDERSTATUSREQUEST']._serialized_start=666
-  _globals['_UPDATEORDERSTATUSREQUEST']._serialized_end=815
-  _globals['_UPDATEORDERSTATUSRESPONSE']._serialized_start=817
-  _globals['_UPDATEORDERSTATUSRESPONSE']._serialized_end=885
-  _globals['_LISTORDERSREQUEST']._serialized_start=888
-  _globals['_LISTORDERSREQUEST']._serialized_end=1161
-  _globals['_LISTORDERSRESPONSE']._serialized_start=1163
-  _globals['_LISTORDERSRESPONSE']._serialized_end=1250
-  _globals['_ORDERSERVICE']._serialized_start=1253
-  _globals['_ORDERSERVICE']._serialized_end=1753
+  _globals['_ORDERSERVICE'].methods_by_name['ReadOrderEvents']._loaded_options = None
+  _globals['_ORDERSERVICE'].methods_by_name['ReadOrderEvents']._serialized_options = b'\220\002\001'
+  _globals['_ORDERSERVICE'].methods_by_name['AckOrderEvents']._loaded_options = None
+  _globals['_ORDERSERVICE'].methods_by_name['AckOrderEvents']._serialized_options = b'\220\002\002'
+  _globals['_ORDEREVENTTYPE']._serialized_start=1780
+  _globals['_ORDEREVENTTYPE']._serialized_end=1984
+  _globals['_CREATEORDERREQUEST']._serialized_start=185
+  _globals['_CREATEORDERREQUEST']._serialized_end=313
+  _globals['_CREATEORDERRESPONSE']._serialized_start=315
+  _globals['_CREATEORDERRESPONSE']._serialized_end=404
+  _globals['_GETORDERREQUEST']._serialized_start=406
+  _globals['_GETORDERREQUEST']._serialized_end=486
+  _globals['_GETORDERRESPONSE']._serialized_start=488
+  _globals['_GETORDERRESPONSE']._serialized_end=547
+  _globals['_DELETEORDERREQUEST']._serialized_start=549
+  _globals['_DELETEORDERREQUEST']._serialized_end=632
+  _globals['_DELETEORDERRESPONSE']._serialized_start=634
+  _globals['_DELETEORDERRESPONSE']._serialized_end=696
+  _globals['_UPDATEORDERSTATUSREQUEST']._serialized_start=699
+  _globals['_UPDATEORDERSTATUSREQUEST']._serialized_end=848
+  _globals['_UPDATEORDERSTATUSRESPONSE']._serialized_start=850
+  _globals['_UPDATEORDERSTATUSRESPONSE']._serialized_end=918
+  _globals['_LISTORDERSREQUEST']._serialized_start=921
+  _globals['_LISTORDERSREQUEST']._serialized_end=1194
+  _globals['_LISTORDERSRESPONSE']._serialized_start=1196
+  _globals['_LISTORDERSRESPONSE']._serialized_end=1283
+  _globals['_ORDEREVENT']._serialized_start=1286
+  _globals['_ORDEREVENT']._serialized_end=1460
+  _globals['_READORDEREVENTSREQUEST']._serialized_start=1462
+  _globals['_READORDEREVENTSREQUEST']._serialized_end=1514
+  _globals['_READORDEREVENTSRESPONSE']._serialized_start=1516
+  _globals['_READORDEREVENTSRESPONSE']._serialized_end=1588
+  _globals['_ORDEREVENTACK']._serialized_start=1590
+  _globals['_ORDEREVENTACK']._serialized_end=1667
+  _globals['_ACKORDEREVENTSREQUEST']._serialized_start=1669
+  _globals['_ACKORDEREVENTSREQUEST']._serialized_end=1751
+  _globals['_ACKORDEREVENTSRESPONSE']._serialized_start=1753
+  _globals['_ACKORDEREVENTSRESPONSE']._serialized_end=1777
+  _globals['_ORDERSERVICE']._serialized_start=1987
+  _globals['_ORDERSERVICE']._serialized_end=2706
 # @@protoc_insertion_point(module_scope)

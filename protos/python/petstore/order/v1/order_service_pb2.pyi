@@ -6,7 +6,9 @@ isort:skip_file
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from petstore.auth.v1 import caller_pb2 as _caller_pb2
 from petstore.order.v1 import order_pb2 as _order_pb2
 import builtins as _builtins
@@ -19,6 +21,42 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _OrderEventType:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _OrderEventTypeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_OrderEventType.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    ORDER_EVENT_TYPE_UNSPECIFIED: _OrderEventType.ValueType  # 0
+    """Never recorded."""
+    ORDER_EVENT_TYPE_PLACED: _OrderEventType.ValueType  # 1
+    """The order was placed (its pet reserved, where the pet service reserves)."""
+    ORDER_EVENT_TYPE_APPROVED: _OrderEventType.ValueType  # 2
+    """The order was approved."""
+    ORDER_EVENT_TYPE_DELIVERED: _OrderEventType.ValueType  # 3
+    """The order was delivered (its pet sold)."""
+    ORDER_EVENT_TYPE_CANCELLED: _OrderEventType.ValueType  # 4
+    """A placed or approved order was cancelled (deleted): its pet is available again."""
+    ORDER_EVENT_TYPE_DELETED: _OrderEventType.ValueType  # 5
+    """An order that held no pet, or was delivered, was deleted."""
+
+class OrderEventType(_OrderEventType, metaclass=_OrderEventTypeEnumTypeWrapper):
+    """What happened to an order."""
+
+ORDER_EVENT_TYPE_UNSPECIFIED: OrderEventType.ValueType  # 0
+"""Never recorded."""
+ORDER_EVENT_TYPE_PLACED: OrderEventType.ValueType  # 1
+"""The order was placed (its pet reserved, where the pet service reserves)."""
+ORDER_EVENT_TYPE_APPROVED: OrderEventType.ValueType  # 2
+"""The order was approved."""
+ORDER_EVENT_TYPE_DELIVERED: OrderEventType.ValueType  # 3
+"""The order was delivered (its pet sold)."""
+ORDER_EVENT_TYPE_CANCELLED: OrderEventType.ValueType  # 4
+"""A placed or approved order was cancelled (deleted): its pet is available again."""
+ORDER_EVENT_TYPE_DELETED: OrderEventType.ValueType  # 5
+"""An order that held no pet, or was delivered, was deleted."""
+Global___OrderEventType: _TypeAlias = OrderEventType  # noqa: Y015
 
 @_typing.final
 class CreateOrderRequest(_message.Message):
@@ -339,3 +377,160 @@ class ListOrdersResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListOrdersResponse: _TypeAlias = ListOrdersResponse  # noqa: Y015
+
+@_typing.final
+class OrderEvent(_message.Message):
+    """One change of an order, recorded with it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    TYPE_FIELD_NUMBER: _builtins.int
+    TIME_FIELD_NUMBER: _builtins.int
+    SEQUENCE_FIELD_NUMBER: _builtins.int
+    ORDER_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """Unique forever (about 26 characters): a delivery's webhook-id, the same on every retry."""
+    type: Global___OrderEventType.ValueType
+    """What happened."""
+    sequence: _builtins.int
+    """The event's place among its order's events: 1 for the first, no gaps."""
+    @_builtins.property
+    def time(self) -> _timestamp_pb2.Timestamp:
+        """When it happened (the order service's clock)."""
+
+    @_builtins.property
+    def order(self) -> _order_pb2.Order:
+        """The order as it was after the change (as it was when deleted, for a deletion)."""
+
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        type: Global___OrderEventType.ValueType = ...,
+        time: _timestamp_pb2.Timestamp | None = ...,
+        sequence: _builtins.int = ...,
+        order: _order_pb2.Order | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["order", b"order", "time", b"time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id", "order", b"order", "sequence", b"sequence", "time", b"time", "type", b"type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___OrderEvent: _TypeAlias = OrderEvent  # noqa: Y015
+
+@_typing.final
+class ReadOrderEventsRequest(_message.Message):
+    """The request of ReadOrderEvents."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    page_size: _builtins.int
+    """The most orders whose events to return; the server applies its own default when zero and
+    its cap when larger.
+    """
+    def __init__(
+        self,
+        *,
+        page_size: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReadOrderEventsRequest: _TypeAlias = ReadOrderEventsRequest  # noqa: Y015
+
+@_typing.final
+class ReadOrderEventsResponse(_message.Message):
+    """The response of ReadOrderEvents."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___OrderEvent]:
+        """The unacknowledged events, grouped by order, each order's in sequence."""
+
+    def __init__(
+        self,
+        *,
+        events: _abc.Iterable[Global___OrderEvent] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReadOrderEventsResponse: _TypeAlias = ReadOrderEventsResponse  # noqa: Y015
+
+@_typing.final
+class OrderEventAck(_message.Message):
+    """One order's events that the caller has safe."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ORDER_ID_FIELD_NUMBER: _builtins.int
+    THROUGH_SEQUENCE_FIELD_NUMBER: _builtins.int
+    order_id: _builtins.int
+    """The order's id."""
+    through_sequence: _builtins.int
+    """Its events up to and including this sequence are forgotten."""
+    def __init__(
+        self,
+        *,
+        order_id: _builtins.int = ...,
+        through_sequence: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["order_id", b"order_id", "through_sequence", b"through_sequence"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___OrderEventAck: _TypeAlias = OrderEventAck  # noqa: Y015
+
+@_typing.final
+class AckOrderEventsRequest(_message.Message):
+    """The request of AckOrderEvents."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ACKS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def acks(self) -> _containers.RepeatedCompositeFieldContainer[Global___OrderEventAck]:
+        """At most 1,000 orders' acknowledgements."""
+
+    def __init__(
+        self,
+        *,
+        acks: _abc.Iterable[Global___OrderEventAck] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["acks", b"acks"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AckOrderEventsRequest: _TypeAlias = AckOrderEventsRequest  # noqa: Y015
+
+@_typing.final
+class AckOrderEventsResponse(_message.Message):
+    """The response of AckOrderEvents."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AckOrderEventsResponse: _TypeAlias = AckOrderEventsResponse  # noqa: Y015

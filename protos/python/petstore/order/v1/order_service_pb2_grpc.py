@@ -61,6 +61,16 @@ class OrderServiceStub:
                 request_serializer=petstore_dot_order_dot_v1_dot_order__service__pb2.ListOrdersRequest.SerializeToString,
                 response_deserializer=petstore_dot_order_dot_v1_dot_order__service__pb2.ListOrdersResponse.FromString,
                 _registered_method=True)
+        self.ReadOrderEvents = channel.unary_unary(
+                '/petstore.order.v1.OrderService/ReadOrderEvents',
+                request_serializer=petstore_dot_order_dot_v1_dot_order__service__pb2.ReadOrderEventsRequest.SerializeToString,
+                response_deserializer=petstore_dot_order_dot_v1_dot_order__service__pb2.ReadOrderEventsResponse.FromString,
+                _registered_method=True)
+        self.AckOrderEvents = channel.unary_unary(
+                '/petstore.order.v1.OrderService/AckOrderEvents',
+                request_serializer=petstore_dot_order_dot_v1_dot_order__service__pb2.AckOrderEventsRequest.SerializeToString,
+                response_deserializer=petstore_dot_order_dot_v1_dot_order__service__pb2.AckOrderEventsResponse.FromString,
+                _registered_method=True)
 
 
 class OrderServiceServicer:
@@ -114,6 +124,25 @@ class OrderServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReadOrderEvents(self, request, context):
+        """The events recorded with order changes and not yet acknowledged (AckOrderEvents), each
+        order's oldest first, for at most page_size orders. An event is written in the same
+        single-document write as the change it tells of, so neither exists without the other; an
+        order deleted with events unacknowledged is kept, hidden, until they are (or until the
+        service's retention ends). Called by the webhook service only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AckOrderEvents(self, request, context):
+        """Forgets each named order's events up to a sequence: the caller has them safe. Asked again,
+        or for an order that is gone, it changes nothing. Called by the webhook service only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OrderServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -141,6 +170,16 @@ def add_OrderServiceServicer_to_server(servicer, server):
                     servicer.ListOrders,
                     request_deserializer=petstore_dot_order_dot_v1_dot_order__service__pb2.ListOrdersRequest.FromString,
                     response_serializer=petstore_dot_order_dot_v1_dot_order__service__pb2.ListOrdersResponse.SerializeToString,
+            ),
+            'ReadOrderEvents': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReadOrderEvents,
+                    request_deserializer=petstore_dot_order_dot_v1_dot_order__service__pb2.ReadOrderEventsRequest.FromString,
+                    response_serializer=petstore_dot_order_dot_v1_dot_order__service__pb2.ReadOrderEventsResponse.SerializeToString,
+            ),
+            'AckOrderEvents': grpc.unary_unary_rpc_method_handler(
+                    servicer.AckOrderEvents,
+                    request_deserializer=petstore_dot_order_dot_v1_dot_order__service__pb2.AckOrderEventsRequest.FromString,
+                    response_serializer=petstore_dot_order_dot_v1_dot_order__service__pb2.AckOrderEventsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -280,6 +319,60 @@ class OrderService:
             '/petstore.order.v1.OrderService/ListOrders',
             petstore_dot_order_dot_v1_dot_order__service__pb2.ListOrdersRequest.SerializeToString,
             petstore_dot_order_dot_v1_dot_order__service__pb2.ListOrdersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadOrderEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/petstore.order.v1.OrderService/ReadOrderEvents',
+            petstore_dot_order_dot_v1_dot_order__service__pb2.ReadOrderEventsRequest.SerializeToString,
+            petstore_dot_order_dot_v1_dot_order__service__pb2.ReadOrderEventsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AckOrderEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/petstore.order.v1.OrderService/AckOrderEvents',
+            petstore_dot_order_dot_v1_dot_order__service__pb2.AckOrderEventsRequest.SerializeToString,
+            petstore_dot_order_dot_v1_dot_order__service__pb2.AckOrderEventsResponse.FromString,
             options,
             channel_credentials,
             insecure,

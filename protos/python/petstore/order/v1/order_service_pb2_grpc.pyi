@@ -60,6 +60,17 @@ class OrderServiceStub:
     another owner's is PERMISSION_DENIED); staff see every order and may ask for one owner's.
     PERMISSION_DENIED for an anonymous caller.
     """
+    ReadOrderEvents: _grpc.UnaryUnaryMultiCallable[_order_service_pb2.ReadOrderEventsRequest, _order_service_pb2.ReadOrderEventsResponse]
+    """The events recorded with order changes and not yet acknowledged (AckOrderEvents), each
+    order's oldest first, for at most page_size orders. An event is written in the same
+    single-document write as the change it tells of, so neither exists without the other; an
+    order deleted with events unacknowledged is kept, hidden, until they are (or until the
+    service's retention ends). Called by the webhook service only.
+    """
+    AckOrderEvents: _grpc.UnaryUnaryMultiCallable[_order_service_pb2.AckOrderEventsRequest, _order_service_pb2.AckOrderEventsResponse]
+    """Forgets each named order's events up to a sequence: the caller has them safe. Asked again,
+    or for an order that is gone, it changes nothing. Called by the webhook service only.
+    """
 
 @_typing.type_check_only
 class OrderServiceAsyncStub(OrderServiceStub):
@@ -92,6 +103,17 @@ class OrderServiceAsyncStub(OrderServiceStub):
     """Lists orders in id order, a page at a time. A customer sees only its own orders (asking for
     another owner's is PERMISSION_DENIED); staff see every order and may ask for one owner's.
     PERMISSION_DENIED for an anonymous caller.
+    """
+    ReadOrderEvents: _aio.UnaryUnaryMultiCallable[_order_service_pb2.ReadOrderEventsRequest, _order_service_pb2.ReadOrderEventsResponse]  # type: ignore[assignment]
+    """The events recorded with order changes and not yet acknowledged (AckOrderEvents), each
+    order's oldest first, for at most page_size orders. An event is written in the same
+    single-document write as the change it tells of, so neither exists without the other; an
+    order deleted with events unacknowledged is kept, hidden, until they are (or until the
+    service's retention ends). Called by the webhook service only.
+    """
+    AckOrderEvents: _aio.UnaryUnaryMultiCallable[_order_service_pb2.AckOrderEventsRequest, _order_service_pb2.AckOrderEventsResponse]  # type: ignore[assignment]
+    """Forgets each named order's events up to a sequence: the caller has them safe. Asked again,
+    or for an order that is gone, it changes nothing. Called by the webhook service only.
     """
 
 class OrderServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -152,6 +174,29 @@ class OrderServiceServicer(metaclass=_abc_1.ABCMeta):
         """Lists orders in id order, a page at a time. A customer sees only its own orders (asking for
         another owner's is PERMISSION_DENIED); staff see every order and may ask for one owner's.
         PERMISSION_DENIED for an anonymous caller.
+        """
+
+    @_abc_1.abstractmethod
+    def ReadOrderEvents(
+        self,
+        request: _order_service_pb2.ReadOrderEventsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_order_service_pb2.ReadOrderEventsResponse, _abc.Awaitable[_order_service_pb2.ReadOrderEventsResponse]]:
+        """The events recorded with order changes and not yet acknowledged (AckOrderEvents), each
+        order's oldest first, for at most page_size orders. An event is written in the same
+        single-document write as the change it tells of, so neither exists without the other; an
+        order deleted with events unacknowledged is kept, hidden, until they are (or until the
+        service's retention ends). Called by the webhook service only.
+        """
+
+    @_abc_1.abstractmethod
+    def AckOrderEvents(
+        self,
+        request: _order_service_pb2.AckOrderEventsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_order_service_pb2.AckOrderEventsResponse, _abc.Awaitable[_order_service_pb2.AckOrderEventsResponse]]:
+        """Forgets each named order's events up to a sequence: the caller has them safe. Asked again,
+        or for an order that is gone, it changes nothing. Called by the webhook service only.
         """
 
 def add_OrderServiceServicer_to_server(servicer: OrderServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

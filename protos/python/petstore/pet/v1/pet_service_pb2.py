@@ -24,13 +24,14 @@ _sym_db = _symbol_database.Default()
 
 from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
 from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mask__pb2
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from petstore.auth.v1 import caller_pb2 as petstore_dot_auth_dot_v1_dot_caller__pb2
 from petstore.formats.v1 import formats_pb2 as petstore_dot_formats_dot_v1_dot_formats__pb2
 from petstore.pet.v1 import pet_pb2 as petstore_dot_pet_dot_v1_dot_pet__pb2
 from petstore.versioning.v1 import precondition_pb2 as petstore_dot_versioning_dot_v1_dot_precondition__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!petstore/pet/v1/pet_service.proto\x12\x0fpetstore.pet.v1\x1a\x1b\x62uf/validate/validate.proto\x1a google/protobuf/field_mask.proto\x1a\x1dpetstore/auth/v1/caller.proto\x1a!petstore/formats/v1/formats.proto\x1a\x19petstore/pet/v1/pet.proto\x1a)petstore/versioning/v1/precondition.proto\"$\n\rGetPetRequest\x12\x13\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\"3\n\x0eGetPetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"x\n\x10\x43reatePetRequest\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"Q\n\x11\x43reatePetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12\x19\n\x11idempotent_replay\x18\x02 \x01(\x08\"\xcc\x01\n\x10UpdatePetRequest\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\x12(\n\x06\x63\x61ller\x18\x03 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12:\n\x0cprecondition\x18\x04 \x01(\x0b\x32$.petstore.versioning.v1.Precondition\"6\n\x11UpdatePetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"Q\n\x10\x44\x65letePetRequest\x12\x13\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"\x13\n\x11\x44\x65letePetResponse\"\xab\x01\n\x0fListPetsRequest\x12=\n\x08statuses\x18\x01 \x03(\x0e\x32\x1a.petstore.pet.v1.PetStatusB\x0f\xbaH\x0c\x92\x01\t\"\x07\x82\x01\x04\x10\x01 \x00\x12(\n\ttag_names\x18\x02 \x03(\tB\x15\xbaH\x12\x92\x01\x0f\x10@\"\x0br\t\x10\x01\x18\x80\x02\xc8\xbd*\x01\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x1c\n\npage_token\x18\x04 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x02\"O\n\x10ListPetsResponse\x12\"\n\x04pets\x18\x01 \x03(\x0b\x32\x14.petstore.pet.v1.Pet\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x15\n\x13GetInventoryRequest\"\x88\x01\n\x14GetInventoryResponse\x12\x41\n\x06\x63ounts\x18\x01 \x03(\x0b\x32\x31.petstore.pet.v1.GetInventoryResponse.CountsEntry\x1a-\n\x0b\x43ountsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\xe3\x01\n\x15UploadPetImageRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x14\n\x0c\x63ontent_type\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12)\n\x13\x61\x64\x64itional_metadata\x18\x04 \x01(\tB\x0c\xbaH\tr\x07\x18\x80\x08\xc8\xbd*\x01\x12\x1f\n\tfile_name\x18\x05 \x01(\tB\x0c\xbaH\tr\x07\x18\x80\x02\xc8\xbd*\x01\x12(\n\x06\x63\x61ller\x18\x06 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fimages_base_url\x18\x07 \x01(\t\"\x88\x01\n\x16UploadPetImageResponse\x12\x10\n\x08image_id\x18\x01 \x01(\t\x12\x12\n\nsize_bytes\x18\x02 \x01(\x03\x12\x12\n\nmedia_type\x18\x03 \x01(\t\x12\x11\n\tphoto_url\x18\x04 \x01(\t\x12!\n\x03pet\x18\x05 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"J\n\x12GetPetImageRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x1b\n\x08image_id\x18\x02 \x01(\tB\t\xbaH\x06r\x04\xe8\xbd*\x01\"7\n\x13GetPetImageResponse\x12\x12\n\nmedia_type\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\">\n\x10WatchPetsRequest\x12\x14\n\x0cresume_epoch\x18\x01 \x01(\t\x12\x14\n\x0cresume_after\x18\x02 \x01(\x03\"9\n\tPetChange\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x0f\n\x07\x64\x65leted\x18\x03 \x01(\x08\"\x88\x01\n\x11WatchPetsResponse\x12+\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x1a.petstore.pet.v1.PetChange\x12\r\n\x05\x65poch\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x0f\n\x07resumed\x18\x04 \x01(\x08\x12\x14\n\x0cheartbeat_ms\x18\x05 \x01(\r\"9\n\x17\x46indExistingPetsRequest\x12\x1e\n\x03ids\x18\x01 \x03(\x03\x42\x11\xbaH\x0e\x92\x01\x0b\x08\x01\x10\xe8\x07\"\x04\"\x02 \x00\"\'\n\x18\x46indExistingPetsResponse\x12\x0b\n\x03ids\x18\x01 \x03(\x03\"G\n\x11ReservePetRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x19\n\x08order_id\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\"7\n\x12ReservePetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"G\n\x11ReleasePetRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x19\n\x08order_id\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\"&\n\x12ReleasePetResponse\x12\x10\n\x08released\x18\x01 \x01(\x08\"D\n\x0eSellPetRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x19\n\x08order_id\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\"4\n\x0fSellPetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet2\xa6\t\n\nPetService\x12N\n\x06GetPet\x12\x1e.petstore.pet.v1.GetPetRequest\x1a\x1f.petstore.pet.v1.GetPetResponse\"\x03\x90\x02\x01\x12R\n\tCreatePet\x12!.petstore.pet.v1.CreatePetRequest\x1a\".petstore.pet.v1.CreatePetResponse\x12R\n\tUpdatePet\x12!.petstore.pet.v1.UpdatePetRequest\x1a\".petstore.pet.v1.UpdatePetResponse\x12R\n\tDeletePet\x12!.petstore.pet.v1.DeletePetRequest\x1a\".petstore.pet.v1.DeletePetResponse\x12T\n\x08ListPets\x12 .petstore.pet.v1.ListPetsRequest\x1a!.petstore.pet.v1.ListPetsResponse\"\x03\x90\x02\x01\x12`\n\x0cGetInventory\x12$.petstore.pet.v1.GetInventoryRequest\x1a%.petstore.pet.v1.GetInventoryResponse\"\x03\x90\x02\x01\x12\x61\n\x0eUploadPetImage\x12&.petstore.pet.v1.UploadPetImageRequest\x1a\'.petstore.pet.v1.UploadPetImageResponse\x12]\n\x0bGetPetImage\x12#.petstore.pet.v1.GetPetImageRequest\x1a$.petstore.pet.v1.GetPetImageResponse\"\x03\x90\x02\x01\x12Y\n\tWatchPets\x12!.petstore.pet.v1.WatchPetsRequest\x1a\".petstore.pet.v1.WatchPetsResponse\"\x03\x90\x02\x01\x30\x01\x12l\n\x10\x46indExistingPets\x12(.petstore.pet.v1.FindExistingPetsRequest\x1a).petstore.pet.v1.FindExistingPetsResponse\"\x03\x90\x02\x01\x12Z\n\nReservePet\x12\".petstore.pet.v1.ReservePetRequest\x1a#.petstore.pet.v1.ReservePetResponse\"\x03\x90\x02\x02\x12Z\n\nReleasePet\x12\".petstore.pet.v1.ReleasePetRequest\x1a#.petstore.pet.v1.ReleasePetResponse\"\x03\x90\x02\x02\x12Q\n\x07SellPet\x12\x1f.petstore.pet.v1.SellPetRequest\x1a .petstore.pet.v1.SellPetResponse\"\x03\x90\x02\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!petstore/pet/v1/pet_service.proto\x12\x0fpetstore.pet.v1\x1a\x1b\x62uf/validate/validate.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dpetstore/auth/v1/caller.proto\x1a!petstore/formats/v1/formats.proto\x1a\x19petstore/pet/v1/pet.proto\x1a)petstore/versioning/v1/precondition.proto\"$\n\rGetPetRequest\x12\x13\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\"3\n\x0eGetPetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"x\n\x10\x43reatePetRequest\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"Q\n\x11\x43reatePetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12\x19\n\x11idempotent_replay\x18\x02 \x01(\x08\"\xcc\x01\n\x10UpdatePetRequest\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\x12(\n\x06\x63\x61ller\x18\x03 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12:\n\x0cprecondition\x18\x04 \x01(\x0b\x32$.petstore.versioning.v1.Precondition\"6\n\x11UpdatePetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"Q\n\x10\x44\x65letePetRequest\x12\x13\n\x02id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12(\n\x06\x63\x61ller\x18\x02 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\"\x13\n\x11\x44\x65letePetResponse\"\xab\x01\n\x0fListPetsRequest\x12=\n\x08statuses\x18\x01 \x03(\x0e\x32\x1a.petstore.pet.v1.PetStatusB\x0f\xbaH\x0c\x92\x01\t\"\x07\x82\x01\x04\x10\x01 \x00\x12(\n\ttag_names\x18\x02 \x03(\tB\x15\xbaH\x12\x92\x01\x0f\x10@\"\x0br\t\x10\x01\x18\x80\x02\xc8\xbd*\x01\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x1c\n\npage_token\x18\x04 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x02\"O\n\x10ListPetsResponse\x12\"\n\x04pets\x18\x01 \x03(\x0b\x32\x14.petstore.pet.v1.Pet\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x15\n\x13GetInventoryRequest\"\x88\x01\n\x14GetInventoryResponse\x12\x41\n\x06\x63ounts\x18\x01 \x03(\x0b\x32\x31.petstore.pet.v1.GetInventoryResponse.CountsEntry\x1a-\n\x0b\x43ountsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\xe3\x01\n\x15UploadPetImageRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x14\n\x0c\x63ontent_type\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12)\n\x13\x61\x64\x64itional_metadata\x18\x04 \x01(\tB\x0c\xbaH\tr\x07\x18\x80\x08\xc8\xbd*\x01\x12\x1f\n\tfile_name\x18\x05 \x01(\tB\x0c\xbaH\tr\x07\x18\x80\x02\xc8\xbd*\x01\x12(\n\x06\x63\x61ller\x18\x06 \x01(\x0b\x32\x18.petstore.auth.v1.Caller\x12\x17\n\x0fimages_base_url\x18\x07 \x01(\t\"\x88\x01\n\x16UploadPetImageResponse\x12\x10\n\x08image_id\x18\x01 \x01(\t\x12\x12\n\nsize_bytes\x18\x02 \x01(\x03\x12\x12\n\nmedia_type\x18\x03 \x01(\t\x12\x11\n\tphoto_url\x18\x04 \x01(\t\x12!\n\x03pet\x18\x05 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"J\n\x12GetPetImageRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x1b\n\x08image_id\x18\x02 \x01(\tB\t\xbaH\x06r\x04\xe8\xbd*\x01\"7\n\x13GetPetImageResponse\x12\x12\n\nmedia_type\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\">\n\x10WatchPetsRequest\x12\x14\n\x0cresume_epoch\x18\x01 \x01(\t\x12\x14\n\x0cresume_after\x18\x02 \x01(\x03\"9\n\tPetChange\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x0f\n\x07\x64\x65leted\x18\x03 \x01(\x08\"\x88\x01\n\x11WatchPetsResponse\x12+\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x1a.petstore.pet.v1.PetChange\x12\r\n\x05\x65poch\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x0f\n\x07resumed\x18\x04 \x01(\x08\x12\x14\n\x0cheartbeat_ms\x18\x05 \x01(\r\"9\n\x17\x46indExistingPetsRequest\x12\x1e\n\x03ids\x18\x01 \x03(\x03\x42\x11\xbaH\x0e\x92\x01\x0b\x08\x01\x10\xe8\x07\"\x04\"\x02 \x00\"\'\n\x18\x46indExistingPetsResponse\x12\x0b\n\x03ids\x18\x01 \x03(\x03\"G\n\x11ReservePetRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x19\n\x08order_id\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\"7\n\x12ReservePetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"G\n\x11ReleasePetRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x19\n\x08order_id\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\"&\n\x12ReleasePetResponse\x12\x10\n\x08released\x18\x01 \x01(\x08\"D\n\x0eSellPetRequest\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12\x19\n\x08order_id\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\"4\n\x0fSellPetResponse\x12!\n\x03pet\x18\x01 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\"\xb4\x01\n\x08PetEvent\x12\n\n\x02id\x18\x01 \x01(\t\x12+\n\x04type\x18\x02 \x01(\x0e\x32\x1d.petstore.pet.v1.PetEventType\x12(\n\x04time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08sequence\x18\x04 \x01(\x03\x12!\n\x03pet\x18\x05 \x01(\x0b\x32\x14.petstore.pet.v1.Pet\x12\x10\n\x08order_id\x18\x06 \x01(\x03\"2\n\x14ReadPetEventsRequest\x12\x1a\n\tpage_size\x18\x01 \x01(\x05\x42\x07\xbaH\x04\x1a\x02(\x00\"B\n\x15ReadPetEventsResponse\x12)\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x19.petstore.pet.v1.PetEvent\"I\n\x0bPetEventAck\x12\x17\n\x06pet_id\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\x12!\n\x10through_sequence\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02 \x00\"L\n\x13\x41\x63kPetEventsRequest\x12\x35\n\x04\x61\x63ks\x18\x01 \x03(\x0b\x32\x1c.petstore.pet.v1.PetEventAckB\t\xbaH\x06\x92\x01\x03\x10\xe8\x07\"\x16\n\x14\x41\x63kPetEventsResponse*\x81\x01\n\x0cPetEventType\x12\x1e\n\x1aPET_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1b\n\x17PET_EVENT_TYPE_RESERVED\x10\x01\x12\x17\n\x13PET_EVENT_TYPE_SOLD\x10\x02\x12\x1b\n\x17PET_EVENT_TYPE_RELEASED\x10\x03\x32\xed\n\n\nPetService\x12N\n\x06GetPet\x12\x1e.petstore.pet.v1.GetPetRequest\x1a\x1f.petstore.pet.v1.GetPetResponse\"\x03\x90\x02\x01\x12R\n\tCreatePet\x12!.petstore.pet.v1.CreatePetRequest\x1a\".petstore.pet.v1.CreatePetResponse\x12R\n\tUpdatePet\x12!.petstore.pet.v1.UpdatePetRequest\x1a\".petstore.pet.v1.UpdatePetResponse\x12R\n\tDeletePet\x12!.petstore.pet.v1.DeletePetRequest\x1a\".petstore.pet.v1.DeletePetResponse\x12T\n\x08ListPets\x12 .petstore.pet.v1.ListPetsRequest\x1a!.petstore.pet.v1.ListPetsResponse\"\x03\x90\x02\x01\x12`\n\x0cGetInventory\x12$.petstore.pet.v1.GetInventoryRequest\x1a%.petstore.pet.v1.GetInventoryResponse\"\x03\x90\x02\x01\x12\x61\n\x0eUploadPetImage\x12&.petstore.pet.v1.UploadPetImageRequest\x1a\'.petstore.pet.v1.UploadPetImageResponse\x12]\n\x0bGetPetImage\x12#.petstore.pet.v1.GetPetImageRequest\x1a$.petstore.pet.v1.GetPetImageResponse\"\x03\x90\x02\x01\x12Y\n\tWatchPets\x12!.petstore.pet.v1.WatchPetsRequest\x1a\".petstore.pet.v1.WatchPetsResponse\"\x03\x90\x02\x01\x30\x01\x12l\n\x10\x46indExistingPets\x12(.petstore.pet.v1.FindExistingPetsRequest\x1a).petstore.pet.v1.FindExistingPetsResponse\"\x03\x90\x02\x01\x12Z\n\nReservePet\x12\".petstore.pet.v1.ReservePetRequest\x1a#.petstore.pet.v1.ReservePetResponse\"\x03\x90\x02\x02\x12Z\n\nReleasePet\x12\".petstore.pet.v1.ReleasePetRequest\x1a#.petstore.pet.v1.ReleasePetResponse\"\x03\x90\x02\x02\x12Q\n\x07SellPet\x12\x1f.petstore.pet.v1.SellPetRequest\x1a .petstore.pet.v1.SellPetResponse\"\x03\x90\x02\x02\x12\x63\n\rReadPetEvents\x12%.petstore.pet.v1.ReadPetEventsRequest\x1a&.petstore.pet.v1.ReadPetEventsResponse\"\x03\x90\x02\x01\x12`\n\x0c\x41\x63kPetEvents\x12$.petstore.pet.v1.AckPetEventsRequest\x1a%.petstore.pet.v1.AckPetEventsResponse\"\x03\x90\x02\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -73,6 +74,14 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SELLPETREQUEST'].fields_by_name['pet_id']._serialized_options = b'\272H\004\"\002 \000'
   _globals['_SELLPETREQUEST'].fields_by_name['order_id']._loaded_options = None
   _globals['_SELLPETREQUEST'].fields_by_name['order_id']._serialized_options = b'\272H\004\"\002 \000'
+  _globals['_READPETEVENTSREQUEST'].fields_by_name['page_size']._loaded_options = None
+  _globals['_READPETEVENTSREQUEST'].fields_by_name['page_size']._serialized_options = b'\272H\004\032\002(\000'
+  _globals['_PETEVENTACK'].fields_by_name['pet_id']._loaded_options = None
+  _globals['_PETEVENTACK'].fields_by_name['pet_id']._serialized_options = b'\272H\004\"\002 \000'
+  _globals['_PETEVENTACK'].fields_by_name['through_sequence']._loaded_options = None
+  _globals['_PETEVENTACK'].fields_by_name['through_sequence']._serialized_options = b'\272H\004\"\002 \000'
+  _globals['_ACKPETEVENTSREQUEST'].fields_by_name['acks']._loaded_options = None
+  _globals['_ACKPETEVENTSREQUEST'].fields_by_name['acks']._serialized_options = b'\272H\006\222\001\003\020\350\007'
   _globals['_PETSERVICE'].methods_by_name['GetPet']._loaded_options = None
   _globals['_PETSERVICE'].methods_by_name['GetPet']._serialized_options = b'\220\002\001'
   _globals['_PETSERVICE'].methods_by_name['ListPets']._loaded_options = None
@@ -91,62 +100,80 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PETSERVICE'].methods_by_name['ReleasePet']._serialized_options = b'\220\002\002'
   _globals['_PETSERVICE'].methods_by_name['SellPet']._loaded_options = None
   _globals['_PETSERVICE'].methods_by_name['SellPet']._serialized_options = b'\220\002\002'
-  _globals['_GETPETREQUEST']._serialized_start=253
-  _globals['_GETPETREQUEST']._serialized_end=289
-  _globals['_GETPETRESPONSE']._serialized_start=291
-  _globals['_GETPETRESPONSE']._serialized_end=342
-  _globals['_CREATEPETREQUEST']._serialized_start=344
-  _globals['_CREATEPETREQUEST']._serialized_end=464
-  _globals['_CREATEPETRESPONSE']._serialized_start=466
-  _globals['_CREATEPETRESPONSE']._serialized_end=547
-  _globals['_UPDATEPETREQUEST']._serialized_start=550
-  _globals['_UPDATEPETREQUEST']._serialized_end=754
-  _globals['_UPDATEPETRESPONSE']._serialized_start=756
-  _globals['_UPDATEPETRESPONSE']._serialized_end=810
-  _globals['_DELETEPETREQUEST']._serialized_start=812
-  _globals['_DELETEPETREQUEST']._serialized_end=893
-  _globals['_DELETEPETRESPONSE']._serialized_start=895
-  _globals['_DELETEPETRESPONSE']._serialized_end=914
-  _globals['_LISTPETSREQUEST']._serialized_start=917
-  _globals['_LISTPETSREQUEST']._serialized_end=1088
-  _globals['_LISTPETSRESPONSE']._serialized_start=1090
-  _globals['_LISTPETSRESPONSE']._serialized_end=1169
-  _globals['_GETINVENTORYREQUEST']._serialized_start=1171
-  _globals['_GETINVENTORYREQUEST']._serialized_end=1192
-  _globals['_GETINVENTORYRESPONSE']._serialized_start=1195
-  _globals['_GETINVENTORYRESPONSE']._serialized_end=1331
-  _globals['_GETINVENTORYRESPONSE_COUNTSENTRY']._serialized_start=1286
-  _globals['_GETINVENTORYRESPONSE_COUNTSENTRY']._serialized_end=1331
-  _globals['_UPLOADPETIMAGEREQUEST']._serialized_start=1334
-  _globals['_UPLOADPETIMAGEREQUEST']._serialized_end=1561
-  _globals['_UPLOADPETIMAGERESPONSE']._serialized_start=1564
-  _globals['_UPLOADPETIMAGERESPONSE']._serialized_end=1700
-  _globals['_GETPETIMAGEREQUEST']._serialized_start=1702
-  _globals['_GETPETIMAGEREQUEST']._serialized_end=1776
-  _globals['_GETPETIMAGERESPONSE']._serialized_start=1778
-  _globals['_GETPETIMAGERESPONSE']._serialized_end=1833
-  _globals['_WATCHPETSREQUEST']._serialized_start=1835
-  _globals['_WATCHPETSREQUEST']._serialized_end=1897
-  _globals['_PETCHANGE']._serialized_start=1899
-  _globals['_PETCHANGE']._serialized_end=1956
-  _globals['_WATCHPETSRESPONSE']._serialized_start=1959
-  _globals['_WATCHPETSRESPONSE']._serialized_end=2095
-  _globals['_FINDEXISTINGPETSREQUEST']._serialized_start=2097
-  _globals['_FINDEXISTINGPETSREQUEST']._serialized_end=2154
-  _globals['_FINDEXISTINGPETSRESPONSE']._serialized_start=2156
-  _globals['_FINDEXISTINGPETSRESPONSE']._serialized_end=2195
-  _globals['_RESERVEPETREQUEST']._serialized_start=2197
-  _globals['_RESERVEPETREQUEST']._serialized_end=2268
-  _globals['_RESERVEPETRESPONSE']._serialized_start=2270
-  _globals['_RESERVEPETRESPONSE']._serialized_end=2325
-  _globals['_RELEASEPETREQUEST']._serialized_start=2327
-  _globals['_RELEASEPETREQUEST']._serialized_end=2398
-  _globals['_RELEASEPETRESPONSE']._serialized_start=2400
-  _globals['_RELEASEPETRESPONSE']._serialized_end=2438
-  _globals['_SELLPETREQUEST']._serialized_start=2440
-  _globals['_SELLPETREQUEST']._serialized_end=2508
-  _globals['_SELLPETRESPONSE']._serialized_start=2510
-  _globals['_SELLPETRESPONSE']._serialized_end=2562
-  _globals['_PETSERVICE']._serialized_start=2565
-  _globals['_PETSERVICE']._serialized_end=3755
+  _globals['_PETSERVICE'].methods_by_name['ReadPetEvents']._loaded_options = None
+  _globals['_PETSERVICE'].methods_by_name['ReadPetEvents']._serialized_options = b'\220\002\001'
+  _globals['_PETSERVICE'].methods_by_name['AckPetEvents']._loaded_options = None
+  _globals['_PETSERVICE'].methods_by_name['AckPetEvents']._serialized_options = b'\220\002\002'
+  _globals['_PETEVENTTYPE']._serialized_start=3078
+  _globals['_PETEVENTTYPE']._serialized_end=3207
+  _globals['_GETPETREQUEST']._serialized_start=286
+  _globals['_GETPETREQUEST']._serialized_end=322
+  _globals['_GETPETRESPONSE']._serialized_start=324
+  _globals['_GETPETRESPONSE']._serialized_end=375
+  _globals['_CREATEPETREQUEST']._serialized_start=377
+  _globals['_CREATEPETREQUEST']._serialized_end=497
+  _globals['_CREATEPETRESPONSE']._serialized_start=499
+  _globals['_CREATEPETRESPONSE']._serialized_end=580
+  _globals['_UPDATEPETREQUEST']._serialized_start=583
+  _globals['_UPDATEPETREQUEST']._serialized_end=787
+  _globals['_UPDATEPETRESPONSE']._serialized_start=789
+  _globals['_UPDATEPETRESPONSE']._serialized_end=843
+  _globals['_DELETEPETREQUEST']._serialized_start=845
+  _globals['_DELETEPETREQUEST']._serialized_end=926
+  _globals['_DELETEPETRESPONSE']._serialized_start=928
+  _globals['_DELETEPETRESPONSE']._serialized_end=947
+  _globals['_LISTPETSREQUEST']._serialized_start=950
+  _globals['_LISTPETSREQUEST']._serialized_end=1121
+  _globals['_LISTPETSRESPONSE']._serialized_start=1123
+  _globals['_LISTPETSRESPONSE']._serialized_end=1202
+  _globals['_GETINVENTORYREQUEST']._serialized_start=1204
+  _globals['_GETINVENTORYREQUEST']._serialized_end=1225
+  _globals['_GETINVENTORYRESPONSE']._serialized_start=1228
+  _globals['_GETINVENTORYRESPONSE']._serialized_end=1364
+  _globals['_GETINVENTORYRESPONSE_COUNTSENTRY']._serialized_start=1319
+  _globals['_GETINVENTORYRESPONSE_COUNTSENTRY']._serialized_end=1364
+  _globals['_UPLOADPETIMAGEREQUEST']._serialized_start=1367
+  _globals['_UPLOADPETIMAGEREQUEST']._serialized_end=1594
+  _globals['_UPLOADPETIMAGERESPONSE']._serialized_start=1597
+  _globals['_UPLOADPETIMAGERESPONSE']._serialized_end=1733
+  _globals['_GETPETIMAGEREQUEST']._serialized_start=1735
+  _globals['_GETPETIMAGEREQUEST']._serialized_end=1809
+  _globals['_GETPETIMAGERESPONSE']._serialized_start=1811
+  _globals['_GETPETIMAGERESPONSE']._serialized_end=1866
+  _globals['_WATCHPETSREQUEST']._serialized_start=1868
+  _globals['_WATCHPETSREQUEST']._serialized_end=1930
+  _globals['_PETCHANGE']._serialized_start=1932
+  _globals['_PETCHANGE']._serialized_end=1989
+  _globals['_WATCHPETSRESPONSE']._serialized_start=1992
+  _globals['_WATCHPETSRESPONSE']._serialized_end=2128
+  _globals['_FINDEXISTINGPETSREQUEST']._serialized_start=2130
+  _globals['_FINDEXISTINGPETSREQUEST']._serialized_end=2187
+  _globals['_FINDEXISTINGPETSRESPONSE']._serialized_start=2189
+  _globals['_FINDEXISTINGPETSRESPONSE']._serialized_end=2228
+  _globals['_RESERVEPETREQUEST']._serialized_start=2230
+  _globals['_RESERVEPETREQUEST']._serialized_end=2301
+  _globals['_RESERVEPETRESPONSE']._serialized_start=2303
+  _globals['_RESERVEPETRESPONSE']._serialized_end=2358
+  _globals['_RELEASEPETREQUEST']._serialized_start=2360
+  _globals['_RELEASEPETREQUEST']._serialized_end=2431
+  _globals['_RELEASEPETRESPONSE']._serialized_start=2433
+  _globals['_RELEASEPETRESPONSE']._serialized_end=2471
+  _globals['_SELLPETREQUEST']._serialized_start=2473
+  _globals['_SELLPETREQUEST']._serialized_end=2541
+  _globals['_SELLPETRESPONSE']._serialized_start=2543
+  _globals['_SELLPETRESPONSE']._serialized_end=2595
+  _globals['_PETEVENT']._serialized_start=2598
+  _globals['_PETEVENT']._serialized_end=2778
+  _globals['_READPETEVENTSREQUEST']._serialized_start=2780
+  _globals['_READPETEVENTSREQUEST']._serialized_end=2830
+  _globals['_READPETEVENTSRESPONSE']._serialized_start=2832
+  _globals['_READPETEVENTSRESPONSE']._serialized_end=2898
+  _globals['_PETEVENTACK']._serialized_start=2900
+  _globals['_PETEVENTACK']._serialized_end=2973
+  _globals['_ACKPETEVENTSREQUEST']._serialized_start=2975
+  _globals['_ACKPETEVENTSREQUEST']._serialized_end=3051
+  _globals['_ACKPETEVENTSRESPONSE']._serialized_start=3053
+  _globals['_ACKPETEVENTSRESPONSE']._serialized_end=3075
+  _globals['_PETSERVICE']._serialized_start=3210
+  _globals['_PETSERVICE']._serialized_end=4599
 # @@protoc_insertion_point(module_scope)

@@ -7,7 +7,9 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import message as _message
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from petstore.auth.v1 import caller_pb2 as _caller_pb2
 from petstore.pet.v1 import pet_pb2 as _pet_pb2
 from petstore.versioning.v1 import precondition_pb2 as _precondition_pb2
@@ -21,6 +23,34 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _PetEventType:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _PetEventTypeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_PetEventType.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    PET_EVENT_TYPE_UNSPECIFIED: _PetEventType.ValueType  # 0
+    """Never recorded."""
+    PET_EVENT_TYPE_RESERVED: _PetEventType.ValueType  # 1
+    """An order reserved the pet: it is pending."""
+    PET_EVENT_TYPE_SOLD: _PetEventType.ValueType  # 2
+    """The order holding the pet was delivered: the pet is sold."""
+    PET_EVENT_TYPE_RELEASED: _PetEventType.ValueType  # 3
+    """The order holding the pet let it go: it is available again."""
+
+class PetEventType(_PetEventType, metaclass=_PetEventTypeEnumTypeWrapper):
+    """What happened to a pet, told by the events of its sale."""
+
+PET_EVENT_TYPE_UNSPECIFIED: PetEventType.ValueType  # 0
+"""Never recorded."""
+PET_EVENT_TYPE_RESERVED: PetEventType.ValueType  # 1
+"""An order reserved the pet: it is pending."""
+PET_EVENT_TYPE_SOLD: PetEventType.ValueType  # 2
+"""The order holding the pet was delivered: the pet is sold."""
+PET_EVENT_TYPE_RELEASED: PetEventType.ValueType  # 3
+"""The order holding the pet let it go: it is available again."""
+Global___PetEventType: _TypeAlias = PetEventType  # noqa: Y015
 
 @_typing.final
 class GetPetRequest(_message.Message):
@@ -836,3 +866,164 @@ class SellPetResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SellPetResponse: _TypeAlias = SellPetResponse  # noqa: Y015
+
+@_typing.final
+class PetEvent(_message.Message):
+    """One change of a pet's sale, recorded with it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    TYPE_FIELD_NUMBER: _builtins.int
+    TIME_FIELD_NUMBER: _builtins.int
+    SEQUENCE_FIELD_NUMBER: _builtins.int
+    PET_FIELD_NUMBER: _builtins.int
+    ORDER_ID_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """Unique forever (about 26 characters): a delivery's webhook-id, the same on every retry."""
+    type: Global___PetEventType.ValueType
+    """What happened."""
+    sequence: _builtins.int
+    """The event's place among its pet's events: 1 for the first, no gaps."""
+    order_id: _builtins.int
+    """The order that reserved, bought or let go of the pet."""
+    @_builtins.property
+    def time(self) -> _timestamp_pb2.Timestamp:
+        """When it happened (the pet service's clock)."""
+
+    @_builtins.property
+    def pet(self) -> _pet_pb2.Pet:
+        """The pet as it was after the change."""
+
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        type: Global___PetEventType.ValueType = ...,
+        time: _timestamp_pb2.Timestamp | None = ...,
+        sequence: _builtins.int = ...,
+        pet: _pet_pb2.Pet | None = ...,
+        order_id: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["pet", b"pet", "time", b"time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id", "order_id", b"order_id", "pet", b"pet", "sequence", b"sequence", "time", b"time", "type", b"type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PetEvent: _TypeAlias = PetEvent  # noqa: Y015
+
+@_typing.final
+class ReadPetEventsRequest(_message.Message):
+    """The request of ReadPetEvents."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    page_size: _builtins.int
+    """The most pets whose events to return; the server applies its own default when zero and its
+    cap when larger.
+    """
+    def __init__(
+        self,
+        *,
+        page_size: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReadPetEventsRequest: _TypeAlias = ReadPetEventsRequest  # noqa: Y015
+
+@_typing.final
+class ReadPetEventsResponse(_message.Message):
+    """The response of ReadPetEvents."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___PetEvent]:
+        """The unacknowledged events, grouped by pet, each pet's in sequence."""
+
+    def __init__(
+        self,
+        *,
+        events: _abc.Iterable[Global___PetEvent] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReadPetEventsResponse: _TypeAlias = ReadPetEventsResponse  # noqa: Y015
+
+@_typing.final
+class PetEventAck(_message.Message):
+    """One pet's events that the caller has safe."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PET_ID_FIELD_NUMBER: _builtins.int
+    THROUGH_SEQUENCE_FIELD_NUMBER: _builtins.int
+    pet_id: _builtins.int
+    """The pet's id."""
+    through_sequence: _builtins.int
+    """Its events up to and including this sequence are forgotten."""
+    def __init__(
+        self,
+        *,
+        pet_id: _builtins.int = ...,
+        through_sequence: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["pet_id", b"pet_id", "through_sequence", b"through_sequence"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PetEventAck: _TypeAlias = PetEventAck  # noqa: Y015
+
+@_typing.final
+class AckPetEventsRequest(_message.Message):
+    """The request of AckPetEvents."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ACKS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def acks(self) -> _containers.RepeatedCompositeFieldContainer[Global___PetEventAck]:
+        """At most 1,000 pets' acknowledgements."""
+
+    def __init__(
+        self,
+        *,
+        acks: _abc.Iterable[Global___PetEventAck] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["acks", b"acks"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AckPetEventsRequest: _TypeAlias = AckPetEventsRequest  # noqa: Y015
+
+@_typing.final
+class AckPetEventsResponse(_message.Message):
+    """The response of AckPetEvents."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AckPetEventsResponse: _TypeAlias = AckPetEventsResponse  # noqa: Y015

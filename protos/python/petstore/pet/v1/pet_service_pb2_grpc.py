@@ -100,6 +100,16 @@ class PetServiceStub:
                 request_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.SellPetRequest.SerializeToString,
                 response_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.SellPetResponse.FromString,
                 _registered_method=True)
+        self.ReadPetEvents = channel.unary_unary(
+                '/petstore.pet.v1.PetService/ReadPetEvents',
+                request_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.ReadPetEventsRequest.SerializeToString,
+                response_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.ReadPetEventsResponse.FromString,
+                _registered_method=True)
+        self.AckPetEvents = channel.unary_unary(
+                '/petstore.pet.v1.PetService/AckPetEvents',
+                request_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.AckPetEventsRequest.SerializeToString,
+                response_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.AckPetEventsResponse.FromString,
+                _registered_method=True)
 
 
 class PetServiceServicer:
@@ -220,6 +230,23 @@ class PetServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReadPetEvents(self, request, context):
+        """The events recorded with pet reservations, sales and releases and not yet acknowledged
+        (AckPetEvents), each pet's oldest first, for at most page_size pets. An event is written in
+        the same single-document write as the change it tells of. Called by the webhook service only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AckPetEvents(self, request, context):
+        """Forgets each named pet's events up to a sequence: the caller has them safe. Asked again, or
+        for a pet that is gone, it changes nothing. Called by the webhook service only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PetServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -287,6 +314,16 @@ def add_PetServiceServicer_to_server(servicer, server):
                     servicer.SellPet,
                     request_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.SellPetRequest.FromString,
                     response_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.SellPetResponse.SerializeToString,
+            ),
+            'ReadPetEvents': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReadPetEvents,
+                    request_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.ReadPetEventsRequest.FromString,
+                    response_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.ReadPetEventsResponse.SerializeToString,
+            ),
+            'AckPetEvents': grpc.unary_unary_rpc_method_handler(
+                    servicer.AckPetEvents,
+                    request_deserializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.AckPetEventsRequest.FromString,
+                    response_serializer=petstore_dot_pet_dot_v1_dot_pet__service__pb2.AckPetEventsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -641,6 +678,60 @@ class PetService:
             '/petstore.pet.v1.PetService/SellPet',
             petstore_dot_pet_dot_v1_dot_pet__service__pb2.SellPetRequest.SerializeToString,
             petstore_dot_pet_dot_v1_dot_pet__service__pb2.SellPetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadPetEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/petstore.pet.v1.PetService/ReadPetEvents',
+            petstore_dot_pet_dot_v1_dot_pet__service__pb2.ReadPetEventsRequest.SerializeToString,
+            petstore_dot_pet_dot_v1_dot_pet__service__pb2.ReadPetEventsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AckPetEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/petstore.pet.v1.PetService/AckPetEvents',
+            petstore_dot_pet_dot_v1_dot_pet__service__pb2.AckPetEventsRequest.SerializeToString,
+            petstore_dot_pet_dot_v1_dot_pet__service__pb2.AckPetEventsResponse.FromString,
             options,
             channel_credentials,
             insecure,

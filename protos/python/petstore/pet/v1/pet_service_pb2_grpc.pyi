@@ -90,6 +90,15 @@ class PetServiceStub:
     Asked again, it changes nothing. NOT_FOUND when the pet is absent; FAILED_PRECONDITION when
     the order does not hold it. Called by the order service only.
     """
+    ReadPetEvents: _grpc.UnaryUnaryMultiCallable[_pet_service_pb2.ReadPetEventsRequest, _pet_service_pb2.ReadPetEventsResponse]
+    """The events recorded with pet reservations, sales and releases and not yet acknowledged
+    (AckPetEvents), each pet's oldest first, for at most page_size pets. An event is written in
+    the same single-document write as the change it tells of. Called by the webhook service only.
+    """
+    AckPetEvents: _grpc.UnaryUnaryMultiCallable[_pet_service_pb2.AckPetEventsRequest, _pet_service_pb2.AckPetEventsResponse]
+    """Forgets each named pet's events up to a sequence: the caller has them safe. Asked again, or
+    for a pet that is gone, it changes nothing. Called by the webhook service only.
+    """
 
 @_typing.type_check_only
 class PetServiceAsyncStub(PetServiceStub):
@@ -152,6 +161,15 @@ class PetServiceAsyncStub(PetServiceStub):
     """Sells the pet the given order holds: the pet becomes sold, still held by that order.
     Asked again, it changes nothing. NOT_FOUND when the pet is absent; FAILED_PRECONDITION when
     the order does not hold it. Called by the order service only.
+    """
+    ReadPetEvents: _aio.UnaryUnaryMultiCallable[_pet_service_pb2.ReadPetEventsRequest, _pet_service_pb2.ReadPetEventsResponse]  # type: ignore[assignment]
+    """The events recorded with pet reservations, sales and releases and not yet acknowledged
+    (AckPetEvents), each pet's oldest first, for at most page_size pets. An event is written in
+    the same single-document write as the change it tells of. Called by the webhook service only.
+    """
+    AckPetEvents: _aio.UnaryUnaryMultiCallable[_pet_service_pb2.AckPetEventsRequest, _pet_service_pb2.AckPetEventsResponse]  # type: ignore[assignment]
+    """Forgets each named pet's events up to a sequence: the caller has them safe. Asked again, or
+    for a pet that is gone, it changes nothing. Called by the webhook service only.
     """
 
 class PetServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -290,6 +308,27 @@ class PetServiceServicer(metaclass=_abc_1.ABCMeta):
         """Sells the pet the given order holds: the pet becomes sold, still held by that order.
         Asked again, it changes nothing. NOT_FOUND when the pet is absent; FAILED_PRECONDITION when
         the order does not hold it. Called by the order service only.
+        """
+
+    @_abc_1.abstractmethod
+    def ReadPetEvents(
+        self,
+        request: _pet_service_pb2.ReadPetEventsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_pet_service_pb2.ReadPetEventsResponse, _abc.Awaitable[_pet_service_pb2.ReadPetEventsResponse]]:
+        """The events recorded with pet reservations, sales and releases and not yet acknowledged
+        (AckPetEvents), each pet's oldest first, for at most page_size pets. An event is written in
+        the same single-document write as the change it tells of. Called by the webhook service only.
+        """
+
+    @_abc_1.abstractmethod
+    def AckPetEvents(
+        self,
+        request: _pet_service_pb2.AckPetEventsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_pet_service_pb2.AckPetEventsResponse, _abc.Awaitable[_pet_service_pb2.AckPetEventsResponse]]:
+        """Forgets each named pet's events up to a sequence: the caller has them safe. Asked again, or
+        for a pet that is gone, it changes nothing. Called by the webhook service only.
         """
 
 def add_PetServiceServicer_to_server(servicer: PetServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -1,0 +1,1 @@
+"""Where the webhook service keeps its endpoints and deliveries."""
