@@ -34,12 +34,13 @@ import pytest
 from pymongo import AsyncMongoClient, monitoring
 from pymongo.asynchronous.database import AsyncDatabase
 
-from petstore.order.v1 import order_pb2
+from petstore.order.v1 import order_pb2, order_service_pb2
 from petstore.pet.v1 import pet_pb2
 from petstore.user.v1 import user_pb2
 from petstore_common.idempotency import MongoIdempotencyStore
 from petstore_order.storage.base import Step, Transition
 from petstore_order.storage.mongo import MongoOrderStore
+from petstore_pet.events import Page
 from petstore_pet.storage.base import PetImage
 from petstore_pet.storage.mongo import MongoPetStore
 from petstore_user.storage.base import Account, Session
@@ -55,12 +56,14 @@ SELECTIVE: tuple[tuple[str, ...], ...] = (
     ("username_key",),
     ("owner_user_id", "status"),
     ("sale_step",),
+    ("has_events",),
 )
 """Keys which, pushed down together, select one document or a few, the first by an equality:
 an id, a pet's images or orders, a user's sessions and login sources, a customer's orders of
 some status (the open-order count, on every customer's order: those not delivered, at most
 MAX_OPEN_ORDERS_PER_CUSTOMER and a few racers), the orders whose sale is under way (sale
-recovery: a settled order has no step)."""
+recovery: a settled order has no step), the pets and orders with unacknowledged events (the
+webhook service acknowledges what it reads; at most a page's worth wait)."""
 
 LISTING_PETS_BY_STATUS_OR_TAG = (
     'pets find {"$or": [{"status": {"$in": ["str"]}}, {"tags.name": {"$in": ["str"]}}], '
@@ -82,6 +85,8 @@ SCANS: dict[str, str] = {
     "every pet with those statuses (MongoDB: the status index)",
     'pets aggregate {"status": {"$exists": true}}': "GetInventory counts every pet by status, by "
     "nature all of them (MongoDB: the status index)",
+    'pet_events delete {"deleted_at": {"$lte": "datetime"}}': "the purge of deleted pets' expired "
+    "events, at most once an hour, by a DeletePet (few documents: emptied ones are removed)",
     # order service
     LISTING_A_CUSTOMERS_ORDERS: "ListOrders "
     "of a customer: FerretDB reads all that customer's orders (MongoDB: owner_user_id, status, _id)",
@@ -91,6 +96,11 @@ SCANS: dict[str, str] = {
     "by staff for one status: pushed down on a status many orders share (MongoDB: status, _id)",
     LISTING_PLACED_ORDERS: "ListOrders by staff for placed orders (an order stored without a status "
     "is placed too: an $or; MongoDB: status, _id)",
+    "order_events find {}": "ReadOrderEvents: every document there is a deleted order's events "
+    "still to read, all of them wanted (an emptied one is deleted; MongoDB: the _id index)",
+    'order_events delete {"deleted_at": {"$lt": "datetime"}}': "the purge of deleted orders' events "
+    "past their retention, at most once a minute, with sale recovery (MongoDB: reads order_events, "
+    "which holds only those, as FerretDB does)",
     # user service
     'users find {"username_key": {"$exists": true}}': "the username-key backfill, once at startup",
     'users find {"username_key": {"$exists": false}}': "the username-key backfill, once at startup",
@@ -224,6 +234,11 @@ async def drive_pets(database: AsyncDatabase[Document]) -> Driven:
     await call("reserve", pet.id, 7)
     await call("sell", pet.id, 7)
     await call("release", pet.id, 7)
+    await call("reserve", other.id, 8)
+    await call("release", other.id, 8)
+    await call("read_events", Page(10))
+    await call("ack_events", {pet.id: 1})  # some of a stored pet's
+    await call("ack_events", {pet.id: 3})  # the rest
     await call("find", statuses=[pet_pb2.PET_STATUS_AVAILABLE], tag_names=[], after_id=0, limit=10)
     await call("find", statuses=[pet_pb2.PET_STATUS_AVAILABLE], tag_names=["a"], after_id=0, limit=10)
     await call("count_by_status")
@@ -232,7 +247,10 @@ async def drive_pets(database: AsyncDatabase[Document]) -> Driven:
     await call("get_image", other.id, "img-1")
     await call("list_images", other.id)
     await call("delete_image", "img-1")
-    await call("delete", other.id)
+    await call("delete", other.id)  # its events move to pet_events
+    await call("read_events", Page(10))
+    await call("ack_events", {other.id: 2})  # a deleted pet's, its document removed
+    await call("purge_deleted_events", older_than=timedelta(days=7))
     await drive_idempotency(MongoIdempotencyStore(database["idempotency_keys"]))
     return call
 
@@ -245,9 +263,10 @@ async def drive_orders(database: AsyncDatabase[Document]) -> Driven:
     order = await call(
         "create", order_pb2.Order(pet_id=1, quantity=1, owner_user_id=5), step=Step.RESERVE, at=now
     )
-    await call(
-        "transition", order.id, Transition(step_from=Step.RESERVE, step_to=None, holds_pet=True), at=now
+    placed = Transition(
+        step_from=Step.RESERVE, step_to=None, holds_pet=True, event=order_service_pb2.ORDER_EVENT_TYPE_PLACED
     )
+    await call("transition", order.id, placed, at=now)
     await call("get", order.id)
     await call("get_stored", order.id)
     await call("unsettled", recorded_before=now, limit=10)
@@ -261,7 +280,26 @@ async def drive_orders(database: AsyncDatabase[Document]) -> Driven:
         ([order_pb2.ORDER_STATUS_PLACED], None, None),
     ]:
         await call("find", statuses=statuses, pet_id=pet_id, owner_user_id=owner, after_id=0, limit=10)
+    # The event outbox: read from orders, acknowledged there; a deleted order's moved aside,
+    # read and acknowledged there (partly, then emptied).
+    await call("read_events", limit=10)
+    await call("ack_events", order.id, 1)
     await call("delete", order.id, only_if=order_pb2.ORDER_STATUS_PLACED)
+    gone = await call(
+        "create",
+        order_pb2.Order(pet_id=2, quantity=1),
+        at=now,
+        event=order_service_pb2.ORDER_EVENT_TYPE_PLACED,
+    )
+    hidden = Transition(
+        step_from=None, step_to=Step.RELEASE, event=order_service_pb2.ORDER_EVENT_TYPE_DELETED
+    )
+    await call("transition", gone.id, hidden, at=now)
+    await call("delete", gone.id, step=Step.RELEASE)
+    await call("read_events", limit=10)
+    await call("ack_events", gone.id, 1)
+    await call("purge_deleted_events", older_than=timedelta(days=7))
+    await call("ack_events", gone.id, 2)
     return call
 
 

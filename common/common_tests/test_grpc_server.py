@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -557,3 +558,31 @@ async def test_a_check_that_hangs_and_swallows_its_cancellation_holds_nothing(
     finally:
         hanging.released.set()
         await asyncio.sleep(0.05)
+
+
+async def test_a_polled_method_is_logged_only_when_it_fails(caplog: pytest.LogCaptureFixture) -> None:
+    """Successful calls of a method the service declares polled (the webhook service's outbox
+    reads, about once a second) are not logged; their failures are, and other methods' calls are."""
+    caplog.set_level(logging.INFO, logger=grpc_server.__name__)
+    settings = ServiceSettings.from_env(
+        default_port=0, default_database="t", env={"GRPC_LISTEN_ADDR": "127.0.0.1:0", **trusting_env()}
+    )
+    polled = frozenset({f"/{SERVICE}/Echo", f"/{SERVICE}/Missing"})
+    definition = ServiceDefinition(SERVICE, _register, Readiness().check, polled_methods=polled)
+    service = await start_service(definition, settings)
+    try:
+        async with signed_channel(f"127.0.0.1:{service.port}") as channel:
+            for method in ("Echo", "Echo", "Slow", "Missing"):
+                stub: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(
+                    f"/{SERVICE}/{method}"
+                )
+                with contextlib.suppress(grpc.aio.AioRpcError):
+                    await stub(b"ping", timeout=5)
+    finally:
+        await service.stop(None)
+    logged = [
+        (record.__dict__["grpc_method"], record.__dict__["grpc_code"])
+        for record in caplog.records
+        if record.getMessage() == "rpc"
+    ]
+    assert logged == [(f"/{SERVICE}/Slow", "OK"), (f"/{SERVICE}/Missing", "NOT_FOUND")]

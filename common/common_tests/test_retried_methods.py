@@ -13,6 +13,7 @@ from google.protobuf.descriptor_pb2 import MethodOptions
 from petstore.order.v1 import order_service_pb2
 from petstore.pet.v1 import pet_service_pb2
 from petstore.user.v1 import user_service_pb2
+from petstore.webhook.v1 import webhook_service_pb2
 from petstore_common.grpc_client import create_channel, idempotency_level, methods_marked, service_config
 
 PET = pet_service_pb2.DESCRIPTOR.services_by_name["PetService"]
@@ -20,6 +21,7 @@ SERVICES = (
     PET,
     order_service_pb2.DESCRIPTOR.services_by_name["OrderService"],
     user_service_pb2.DESCRIPTOR.services_by_name["UserService"],
+    webhook_service_pb2.DESCRIPTOR.services_by_name["WebhookService"],
 )
 PET_SERVICE = PET.full_name
 UNKNOWN = MethodOptions.IDEMPOTENCY_UNKNOWN
@@ -75,6 +77,8 @@ def test_a_server_reads_a_methods_mark_from_its_path() -> None:
         ("petstore.order.v1.OrderService", "CreateOrder"),
         ("petstore.user.v1.UserService", "Login"),
         ("petstore.user.v1.UserService", "UpdateUser"),
+        ("petstore.webhook.v1.WebhookService", "CreateEndpoint"),
+        ("petstore.webhook.v1.WebhookService", "DeleteEndpoint"),
     ],
 )
 def test_writes_are_not_retried(service: str, method: str) -> None:
@@ -96,7 +100,13 @@ def test_reads_and_idempotent_writes_are_apart() -> None:
 
     assert reads
     assert not reads & writes
-    assert writes == {(PET_SERVICE, "ReservePet"), (PET_SERVICE, "ReleasePet"), (PET_SERVICE, "SellPet")}
+    assert writes == {
+        (PET_SERVICE, "ReservePet"),
+        (PET_SERVICE, "ReleasePet"),
+        (PET_SERVICE, "SellPet"),
+        (PET_SERVICE, "AckPetEvents"),
+        ("petstore.order.v1.OrderService", "AckOrderEvents"),
+    }
 
 
 class FailsOnce:

@@ -141,7 +141,7 @@ def test_trusted_caller_keys_are_read_per_issuer_several_each() -> None:
     [
         (
             {"TRUSTED_CALLER_KEYS": "intruder=" + "A" * 43},
-            "the issuer one of gateway, order-service; got 'intruder'",
+            "the issuer one of gateway, order-service, webhook-service; got 'intruder'",
         ),
         ({"TRUSTED_CALLER_KEYS": "gateway"}, "TRUSTED_CALLER_KEYS: gateway: the public key must be 32 bytes"),
         (

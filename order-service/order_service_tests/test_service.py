@@ -107,18 +107,23 @@ async def test_with_a_uri_the_service_indexes_and_uses_its_database(
         await client.close()
     assert sorted(tuple(key for key, _ in index["key"]) for index in indexes.values()) == [
         ("_id",),
+        ("has_events",),
         ("owner_user_id", "status", "_id"),
         ("pet_id",),
         ("sale_step_at",),
         ("status", "_id"),
     ]
-    assert stored == {
+    assert stored is not None
+    order_document = {
         "_id": response.order.id,
         "pet_id": pet_id,
         "quantity": 4,
         "status": "placed",
         "complete": False,
     }
+    [placed] = stored.pop("events")
+    assert stored == order_document | {"has_events": True, "events_seq": 1, "events_version": 1}
+    assert (placed["type"], placed["sequence"], placed["order"]) == ("placed", 1, order_document)
 
 
 async def test_an_unreachable_database_starts_not_ready(tmp_path: Path) -> None:

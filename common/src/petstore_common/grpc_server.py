@@ -100,6 +100,10 @@ class ServiceDefinition:
     background: Callable[[], Coroutine[Any, Any, None]] | None = None
     """Work the service does while it serves, apart from calls (the order service's recovery of
     unfinished sales): started with the server, cancelled when it stops."""
+    polled_methods: frozenset[str] = frozenset()
+    """Methods ("/package.Service/Method") another service calls on a timer (the webhook
+    service reading the event outboxes, about once a second): their successful calls are
+    counted in the metrics but not logged, as health probes are not; a failed one is logged."""
 
 
 SettingsT = TypeVar("SettingsT", bound=HasServiceSettings)
@@ -251,11 +255,17 @@ class RequestInterceptor(grpc.aio.ServerInterceptor):
     server-streaming call: the caller token and the request's field rules."""
 
     def __init__(
-        self, gate: CallerGate, readiness: Readiness | None = None, validator: RequestValidator | None = None
+        self,
+        gate: CallerGate,
+        readiness: Readiness | None = None,
+        validator: RequestValidator | None = None,
+        *,
+        polled_methods: frozenset[str] = frozenset(),
     ) -> None:
         self._gate = gate
         self._readiness = readiness
         self._validator = validator or RequestValidator()
+        self._polled = polled_methods
 
     async def intercept_service(
         self,
@@ -268,7 +278,14 @@ class RequestInterceptor(grpc.aio.ServerInterceptor):
         method: str = handler_call_details.method
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(
-                _observed(method, handler.unary_unary, self._gate, self._readiness, self._validator),
+                _observed(
+                    method,
+                    handler.unary_unary,
+                    self._gate,
+                    self._readiness,
+                    self._validator,
+                    polled=method in self._polled,
+                ),
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )
@@ -310,6 +327,8 @@ def _observed(
     gate: CallerGate,
     readiness: Readiness | None = None,
     validator: RequestValidator | None = None,
+    *,
+    polled: bool = False,
 ) -> Callable[..., Awaitable[Any]]:
     async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         pairs = context.invocation_metadata() or ()
@@ -353,7 +372,8 @@ def _observed(
             elapsed = time.perf_counter() - started
             RPC_HANDLED.labels(method, code.name).inc()
             RPC_SECONDS.labels(method).observe(elapsed)
-            if not method.startswith(HEALTH_METHOD_PREFIX):  # probes would drown the log
+            # Probes and successful polls would drown the log.
+            if not method.startswith(HEALTH_METHOD_PREFIX) and not (polled and code == grpc.StatusCode.OK):
                 rpc_log.write(grpc_method=method, grpc_code=code.name, ms=round(elapsed * 1000, 2))
             current_request_id.reset(token)
 
@@ -424,7 +444,12 @@ async def start_service(
     health_servicer = health.aio.HealthServicer()
     readiness = Readiness(definition, health_servicer)
     server = grpc.aio.server(
-        interceptors=[*interceptors, RequestInterceptor(gate, readiness, definition.validator)],
+        interceptors=[
+            *interceptors,
+            RequestInterceptor(
+                gate, readiness, definition.validator, polled_methods=definition.polled_methods
+            ),
+        ],
         maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
         options=server_options(settings),
     )

@@ -7,36 +7,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
-from pymongo.asynchronous.database import AsyncDatabase
 
 from petstore.order.v1 import order_pb2
 from petstore_common.errors import AlreadyExists, NotFound
 from petstore_order.storage.base import OrderStore, Status, Step, StoredOrder, Transition
-from petstore_order.storage.documents import Document
-from petstore_order.storage.memory import MemoryOrderStore
-from petstore_order.storage.mongo import MongoOrderStore
 from petstore_order.validation import MAX_TIMESTAMP_SECONDS, MIN_TIMESTAMP_SECONDS
 
 APPROVED = order_pb2.ORDER_STATUS_APPROVED
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-@pytest.fixture
-def memory_store() -> MemoryOrderStore:
-    return MemoryOrderStore()
-
-
-@pytest.fixture
-async def mongo_store(mongo_db: AsyncDatabase[Document]) -> MongoOrderStore:
-    store = MongoOrderStore(mongo_db)
-    await store.ensure_indexes()
-    return store
-
-
-@pytest.fixture(params=["memory", pytest.param("mongo", marks=pytest.mark.mongo)])
-def store(request: pytest.FixtureRequest) -> OrderStore:
-    implementation: OrderStore = request.getfixturevalue(f"{request.param}_store")
-    return implementation
 
 
 def an_order(pet_id: int = 1, **fields: object) -> order_pb2.Order:

@@ -11,6 +11,14 @@ once however often it is asked (petstore_pet.holds):
 - cancel (delete a placed or approved order): RELEASE hides the order, ReleasePet, delete.
 - deliver: the order moves to delivered at SELL, SellPet, then the step is cleared.
 - approve: no pet step (the pet stays pending).
+- delete (an order holding no pet, or delivered): hidden at RELEASE with its event, then deleted;
+  no pet step (recovery, finding one left hidden, asks ReleasePet, which changes nothing then).
+
+Every change a client could see records its event in the same write (storage.events): PLACED
+when the order becomes visible, APPROVED and DELIVERED with the move, CANCELLED when a placed or
+approved order holding its pet is hidden to be cancelled, DELETED when any other order is hidden
+to be deleted. An order withdrawn before it was placed (its pet refused, or recovery) was never
+visible: it records nothing.
 
 When a step's outcome is unknown (the pet service down or slow, a crash), the step stays
 recorded. A retry with the same Idempotency-Key resumes a placing order where it stopped, and
@@ -34,15 +42,24 @@ from datetime import UTC, datetime, timedelta
 
 from prometheus_client import Counter
 
-from petstore.order.v1 import order_pb2
+from petstore.order.v1 import order_pb2, order_service_pb2
 from petstore_common.errors import AlreadyExists, FailedPrecondition, NotFound, Unavailable
 from petstore_common.idempotency import Reservation, create_under_reserved_id
 from petstore_order.pets import PetDirectory, StepUnsupported
 from petstore_order.storage.base import OrderStore, Status, Step, StoredOrder, Transition
+from petstore_order.storage.events import (
+    DELETED_EVENTS_PURGE_INTERVAL,
+    DELETED_EVENTS_RETENTION,
+    event_type_of_move,
+)
 
 log = logging.getLogger(__name__)
 
 DELIVERED = order_pb2.ORDER_STATUS_DELIVERED
+PLACED = order_pb2.ORDER_STATUS_PLACED
+PLACED_EVENT = order_service_pb2.ORDER_EVENT_TYPE_PLACED
+CANCELLED_EVENT = order_service_pb2.ORDER_EVENT_TYPE_CANCELLED
+DELETED_EVENT = order_service_pb2.ORDER_EVENT_TYPE_DELETED
 DEFAULT_RECOVER_AFTER_SECONDS = 10.0
 """A step this old belongs to no live request (the order service's own calls time out sooner)."""
 DEFAULT_RECOVERY_INTERVAL_SECONDS = 5.0
@@ -60,6 +77,11 @@ RECOVERED_STEPS = Counter(
     "Attempts by recovery at steps of sales left unfinished (a crash, an outage); one step is "
     "attempted again each pass while the pet service cannot be reached.",
     ["step"],
+)
+PURGED_EVENTS = Counter(
+    "petstore_order_deleted_events_purged_total",
+    "Deleted orders whose events were purged unacknowledged after DELETED_EVENTS_RETENTION (7 "
+    "days): no webhook service read them.",
 )
 FAILED_SALES = Counter(
     "petstore_order_failed_sales_total",
@@ -89,6 +111,7 @@ class Sale:
         self._recover_after = timedelta(seconds=recover_after_seconds)
         self._clock = clock
         self._said_unsupported = False
+        self._purged_at: datetime | None = None
 
     async def place(
         self, reservation: Reservation, order: order_pb2.Order, *, budget_seconds: float | None
@@ -125,7 +148,12 @@ class Sale:
         selling = order.status == DELIVERED
         placed = await self._store.transition(
             order.id,
-            Transition(step_from=Step.RESERVE, step_to=Step.SELL if selling else None, holds_pet=True),
+            Transition(
+                step_from=Step.RESERVE,
+                step_to=Step.SELL if selling else None,
+                holds_pet=True,
+                event=PLACED_EVENT,
+            ),
             at=self._clock(),
         )
         if placed is not None:
@@ -151,7 +179,7 @@ class Sale:
             await self._store.delete(order.id, step=Step.RESERVE)
             raise NotFound(pet_not_found(order.pet_id))
         placed = await self._store.transition(
-            order.id, Transition(step_from=Step.RESERVE, step_to=None), at=self._clock()
+            order.id, Transition(step_from=Step.RESERVE, step_to=None, event=PLACED_EVENT), at=self._clock()
         )
         if placed is None:
             raise Unavailable(WITHDRAWN)
@@ -164,7 +192,9 @@ class Sale:
         """The classic rule (ORDER_RESERVES_PET=false): every order stands alone."""
         if not await self._pets.exists(order.pet_id, budget_seconds=budget_seconds):
             raise NotFound(pet_not_found(order.pet_id))
-        return await create_under_reserved_id(reservation, self._store, order)
+        return await create_under_reserved_id(
+            reservation, _PlacedWhenStored(self._store, self._clock()), order
+        )
 
     async def cancel(self, stored: StoredOrder) -> bool:
         """Delete a settled order, releasing its pet when it holds one and is not delivered;
@@ -172,22 +202,32 @@ class Sale:
         order = stored.order
         if stored.step is not None:
             return False
-        if not stored.holds_pet or order.status == DELIVERED:  # a sold pet stays sold
-            return await self._store.delete(order.id, only_if=order.status)
+        # Hidden first, with its event, in one write: the event and the disappearance go
+        # together; the hidden order's events are then moved aside as it is deleted.
+        releasing = stored.holds_pet and order.status != DELIVERED  # a sold pet stays sold
         withdrawn = await self._store.transition(
             order.id,
-            Transition(step_from=None, step_to=Step.RELEASE, status_from=order.status),
+            Transition(
+                step_from=None,
+                step_to=Step.RELEASE,
+                status_from=order.status,
+                event=CANCELLED_EVENT if releasing else DELETED_EVENT,
+            ),
             at=self._clock(),
         )
         if withdrawn is None:
             return False
-        await self._release(withdrawn, delete=True)
+        if releasing:
+            await self._release(withdrawn, delete=True)
+        else:
+            await self._store.delete(order.id, step=Step.RELEASE)
         return True
 
     async def move(self, stored: StoredOrder, status: Status) -> order_pb2.Order | None:
         """Move a settled order to `status` (delivered sells its pet); None when it moved on."""
         order = stored.order
         selling = status == DELIVERED and stored.holds_pet
+        moving = status != (order.status or PLACED)  # an order stored without a status is placed
         moved = await self._store.transition(
             order.id,
             Transition(
@@ -196,6 +236,7 @@ class Sale:
                 status_from=order.status,
                 status_to=status,
                 complete=order.complete or status == DELIVERED,
+                event=event_type_of_move(status) if moving else None,
             ),
             at=self._clock(),
         )
@@ -225,11 +266,26 @@ class Sale:
                 await self._sell(stored)
         return len(due)
 
+    async def purge_deleted_events(self) -> int:
+        """Forget deleted orders' events older than DELETED_EVENTS_RETENTION, at most once a
+        DELETED_EVENTS_PURGE_INTERVAL; how many orders' events went."""
+        now = self._clock()
+        if self._purged_at is not None and now - self._purged_at < DELETED_EVENTS_PURGE_INTERVAL:
+            return 0
+        self._purged_at = now
+        purged = await self._store.purge_deleted_events(older_than=DELETED_EVENTS_RETENTION)
+        if purged:
+            PURGED_EVENTS.inc(purged)
+            log.warning("deleted orders' events purged unread", extra={"orders": purged})
+        return purged
+
     async def recover_forever(self, interval_seconds: float) -> None:
-        """`recover` at once and then every `interval_seconds`, whatever a pass meets."""
+        """`recover` (and the purge of old deleted orders' events) at once and then every
+        `interval_seconds`, whatever a pass meets."""
         while True:
             try:
                 await self.recover()
+                await self.purge_deleted_events()
             except Exception as exc:  # the database or the pet service is away: next pass
                 log.warning("sale recovery pass failed", extra={"error": type(exc).__name__})
             await asyncio.sleep(interval_seconds)
@@ -290,3 +346,21 @@ class _HiddenUntilPlaced:
     async def get(self, order_id: int) -> order_pb2.Order:
         self.found = await self._store.get_stored(order_id)
         return self.found.order
+
+
+class _PlacedWhenStored:
+    """The store as create_under_reserved_id sees it for an order placed at once (the classic
+    rule): it is visible when stored, so its PLACED event is in the insert."""
+
+    def __init__(self, store: OrderStore, at: datetime) -> None:
+        self._store = store
+        self._at = at
+
+    async def new_id(self) -> int:
+        return await self._store.new_id()
+
+    async def create(self, order: order_pb2.Order) -> order_pb2.Order:
+        return await self._store.create(order, at=self._at, event=PLACED_EVENT)
+
+    async def get(self, order_id: int) -> order_pb2.Order:
+        return await self._store.get(order_id)

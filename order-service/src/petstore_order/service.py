@@ -61,6 +61,7 @@ def build_definition(
         ready.check,
         validator=REQUEST_RULES,
         database_events=ready.events,
+        polled_methods=frozenset({f"/{SERVICE_NAME}/ReadOrderEvents"}),  # the webhook service's reads
         background=lambda: sale.recover_forever(sale_recovery_interval_seconds),
     )
 

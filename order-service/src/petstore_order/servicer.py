@@ -13,6 +13,10 @@ placed, and another customer's order is NOT_FOUND with the same message as an ab
 guessed id tells nothing (AIP-211). Anybody else is PERMISSION_DENIED. Lists follow the same
 rule: a customer's list is its own orders, and asking for another owner's is PERMISSION_DENIED
 (the customer is told it may not, rather than shown an empty list that looks like an answer).
+
+ReadOrderEvents and AckOrderEvents are the webhook service's (storage.events): the caller gate
+admits its issuer to these two methods only (the gateway's tokens may call any method by design;
+it has no route to these).
 """
 
 from __future__ import annotations
@@ -148,6 +152,19 @@ class OrderServicer(order_service_pb2_grpc.OrderServiceServicer):
         )
         next_token = encode_page_token(orders[size - 1].id, fingerprint) if len(orders) > size else ""
         return order_service_pb2.ListOrdersResponse(orders=orders[:size], next_page_token=next_token)
+
+    async def ReadOrderEvents(
+        self, request: order_service_pb2.ReadOrderEventsRequest, context: Context
+    ) -> order_service_pb2.ReadOrderEventsResponse:
+        events = await self._store.read_events(limit=page_size(request.page_size))
+        return order_service_pb2.ReadOrderEventsResponse(events=events)
+
+    async def AckOrderEvents(
+        self, request: order_service_pb2.AckOrderEventsRequest, context: Context
+    ) -> order_service_pb2.AckOrderEventsResponse:
+        for ack in request.acks:  # at most 1,000 (the request's field rules)
+            await self._store.ack_events(ack.order_id, ack.through_sequence)
+        return order_service_pb2.AckOrderEventsResponse()
 
     async def _check_open_orders(self, owner: int) -> None:
         """A customer holds at most `max_open_orders` placed or approved orders (each holding a

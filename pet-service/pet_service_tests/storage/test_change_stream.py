@@ -8,10 +8,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import AutoReconnect, OperationFailure
 
+from petstore.pet.v1 import pet_pb2
 from petstore_pet.changes import ChangesUnsupported, PetChange, Subscription, SubscriptionLost
 from petstore_pet.storage.change_stream import PIPELINE, MongoChangeFeed, change_from_event
+from petstore_pet.storage.documents import ACKED_KEY, Document
+from petstore_pet.storage.mongo import MongoPetStore
 
 
 @pytest.mark.parametrize(
@@ -137,3 +141,35 @@ async def test_a_broken_change_stream_loses_every_subscriber(failure: Exception 
         await collection.events.put(insert(2))
         assert await again.next_batch(1) == [PetChange(2, 1)]
     await feed.close()
+
+
+@pytest.mark.mongo
+async def test_an_acknowledgement_of_events_never_reaches_the_watchers(
+    mongo_db: AsyncDatabase[Document],
+) -> None:
+    """The stream's $match, evaluated by the database on the events MongoDB would report: the
+    update of an ack (the keys it really sets, taken from the stored pet) is filtered out; a
+    hold step's, an insert's and a delete's pass."""
+    store = MongoPetStore(mongo_db)
+    pet = await store.create(pet_pb2.Pet(name="Rex"))
+    await store.reserve(pet.id, 7)
+    await store.ack_events({pet.id: 1})
+    acked = await mongo_db["pets"].find_one({"_id": pet.id}, projection={"_id": False, ACKED_KEY: True})
+    assert acked == {ACKED_KEY: 1}
+
+    def update(fields: dict[str, Any], name: str) -> dict[str, Any]:
+        return {"_id": name, "operationType": "update", "updateDescription": {"updatedFields": fields}}
+
+    events = mongo_db["change_events"]
+    await events.insert_many(
+        [
+            update(acked, "ack"),
+            update({"status": "pending", "version": 2, "events_seq": 1}, "hold step"),
+            {"_id": "insert", "operationType": "insert", "fullDocument": {"version": 1}},
+            {"_id": "delete", "operationType": "delete"},
+        ]
+    )
+
+    passed = [event["_id"] async for event in await events.aggregate(PIPELINE[:1])]
+
+    assert sorted(passed) == ["delete", "hold step", "insert"]

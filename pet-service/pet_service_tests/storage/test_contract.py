@@ -5,37 +5,15 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from pymongo.asynchronous.database import AsyncDatabase
 
 from petstore.pet.v1 import pet_pb2
 from petstore_common.errors import Aborted, AlreadyExists, FailedPrecondition, NotFound
 from petstore_pet.changes import ChangesUnsupported, PetChange, Subscription
 from petstore_pet.storage.base import PET_FIELDS, PetImage, PetStore
-from petstore_pet.storage.documents import Document
-from petstore_pet.storage.memory import MemoryPetStore
-from petstore_pet.storage.mongo import MongoPetStore
 
 AVAILABLE = pet_pb2.PET_STATUS_AVAILABLE
 PENDING = pet_pb2.PET_STATUS_PENDING
 SOLD = pet_pb2.PET_STATUS_SOLD
-
-
-@pytest.fixture
-def memory_store() -> MemoryPetStore:
-    return MemoryPetStore()
-
-
-@pytest.fixture
-async def mongo_store(mongo_db: AsyncDatabase[Document]) -> MongoPetStore:
-    store = MongoPetStore(mongo_db)
-    await store.ensure_indexes()
-    return store
-
-
-@pytest.fixture(params=["memory", pytest.param("mongo", marks=pytest.mark.mongo)])
-def store(request: pytest.FixtureRequest) -> PetStore:
-    implementation: PetStore = request.getfixturevalue(f"{request.param}_store")
-    return implementation
 
 
 def a_pet(name: str = "Rex", **fields: object) -> pet_pb2.Pet:

@@ -45,6 +45,7 @@ def build_definition(
         on_stop=store.changes.close,
         validator=REQUEST_RULES,
         database_events=ready.events,
+        polled_methods=frozenset({f"/{SERVICE_NAME}/ReadPetEvents"}),  # the webhook service's reads
     )
 
 

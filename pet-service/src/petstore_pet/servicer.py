@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import grpc
@@ -32,7 +34,7 @@ from petstore_common.idempotency import (
 from petstore_common.paging import decode_page_token, encode_page_token, filter_fingerprint, page_size
 from petstore_common.versions import required_versions
 from petstore_common.watch import HEARTBEAT_SECONDS
-from petstore_pet import validation
+from petstore_pet import events, validation
 from petstore_pet.changes import PetChange, Position, Subscription
 from petstore_pet.images import decoded_media_type
 from petstore_pet.storage.base import PetImage, PetStore
@@ -62,8 +64,12 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
         *,
         idempotency_ttl_seconds: float = DEFAULT_TTL_SECONDS,
         heartbeat_seconds: float = HEARTBEAT_SECONDS,
+        deleted_events_retention: timedelta = events.DELETED_EVENTS_RETENTION,
     ) -> None:
         self._store = store
+        self._deleted_events_retention = deleted_events_retention
+        self._next_purge = 0.0
+        """When (time.monotonic) a DeletePet may next purge deleted pets' expired events."""
         self._heartbeat_seconds = heartbeat_seconds
         # Announced on every WatchPets message, so watchers time silence by this service's own
         # heartbeat; never 0, which would mean "not announced".
@@ -101,6 +107,23 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
         pet = await self._store.sell(request.pet_id, request.order_id)
         return pet_service_pb2.SellPetResponse(pet=pet)
 
+    async def ReadPetEvents(
+        self, request: pet_service_pb2.ReadPetEventsRequest, context: Context
+    ) -> pet_service_pb2.ReadPetEventsResponse:
+        # Who may call it is the caller gate's (petstore_common.caller_gate: the webhook service).
+        page = events.Page(page_size(request.page_size))
+        await self._store.read_events(page)
+        return pet_service_pb2.ReadPetEventsResponse(events=page.events)
+
+    async def AckPetEvents(
+        self, request: pet_service_pb2.AckPetEventsRequest, context: Context
+    ) -> pet_service_pb2.AckPetEventsResponse:
+        through: dict[int, int] = {}
+        for ack in request.acks:  # a pet named twice: the further ack covers the other
+            through[ack.pet_id] = max(through.get(ack.pet_id, 0), ack.through_sequence)
+        await self._store.ack_events(through)
+        return pet_service_pb2.AckPetEventsResponse()
+
     async def CreatePet(
         self, request: pet_service_pb2.CreatePetRequest, context: Context
     ) -> pet_service_pb2.CreatePetResponse:
@@ -129,7 +152,23 @@ class PetServicer(pet_service_pb2_grpc.PetServiceServicer):
     ) -> pet_service_pb2.DeletePetResponse:
         require_staff(request.caller, STAFF_ONLY)
         await self._store.delete(request.id)
+        await self._purge_expired_events()
         return pet_service_pb2.DeletePetResponse()
+
+    async def _purge_expired_events(self) -> None:
+        """Deleted pets' events are kept a while only: only a deletion adds any, so a deletion
+        purges the expired ones, at most once an interval per process."""
+        if time.monotonic() < self._next_purge:
+            return
+        self._next_purge = time.monotonic() + events.PURGE_INTERVAL_SECONDS
+        try:
+            purged = await self._store.purge_deleted_events(older_than=self._deleted_events_retention)
+        except Exception:  # the pet is deleted: a failed purge is the next interval's to do
+            log.warning("purge of deleted pets' events failed", exc_info=True)
+            return
+        if purged:
+            events.PURGED.inc(purged)
+            log.warning("deleted pets' events purged unacknowledged", extra={"pets": purged})
 
     async def ListPets(
         self, request: pet_service_pb2.ListPetsRequest, context: Context

@@ -13,8 +13,16 @@ from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from petstore.order.v1 import order_pb2
-from petstore_order.storage.base import NANOS_PER_MILLISECOND, STATUS_NAMES, Status, Step, StoredOrder
+from petstore.order.v1 import order_pb2, order_service_pb2
+from petstore_order.storage.base import (
+    EVENT_TYPE_BY_NAME,
+    EVENT_TYPE_NAMES,
+    NANOS_PER_MILLISECOND,
+    STATUS_NAMES,
+    Status,
+    Step,
+    StoredOrder,
+)
 
 Document = dict[str, Any]
 
@@ -24,6 +32,16 @@ STEP_AT_KEY = "sale_step_at"
 """When that step was recorded (absent with it): what recovery looks for."""
 HOLDS_PET_KEY = "holds_pet"
 """True once the order's pet was reserved for it."""
+EVENTS_KEY = "events"
+"""The order's unacknowledged events, oldest first (storage.events); absent when there are none."""
+HAS_EVENTS_KEY = "has_events"
+"""True while `events` is not empty, absent otherwise: an equality FerretDB filters in
+PostgreSQL, where it would read every order for a test of the array."""
+EVENTS_SEQ_KEY = "events_seq"
+"""The sequence of the order's latest event (absent before its first): the next is one more."""
+EVENTS_VERSION_KEY = "events_version"
+"""Moves on with every write of `events` (an event recorded or acknowledged): the compare-and-set
+of each such write, so one never undoes another."""
 
 _STATUS_BY_NAME: Mapping[str, Status] = {name: value for value, name in STATUS_NAMES.items()}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -73,6 +91,26 @@ def stored_order_from_document(document: Mapping[str, Any]) -> StoredOrder:
         step=None if step is None else Step(step),
         step_at=None if at is None else (at if at.tzinfo is not None else at.replace(tzinfo=UTC)),
         holds_pet=bool(document.get(HOLDS_PET_KEY, False)),
+    )
+
+
+def event_to_document(event: order_service_pb2.OrderEvent) -> Document:
+    return {
+        "id": event.id,
+        "type": EVENT_TYPE_NAMES[event.type],
+        "time": timestamp_to_datetime(event.time),
+        "sequence": event.sequence,
+        "order": order_to_document(event.order),
+    }
+
+
+def event_from_document(document: Mapping[str, Any]) -> order_service_pb2.OrderEvent:
+    return order_service_pb2.OrderEvent(
+        id=document["id"],
+        type=EVENT_TYPE_BY_NAME[document["type"]],
+        time=datetime_to_timestamp(document["time"]),
+        sequence=document["sequence"],
+        order=order_from_document(document["order"]),
     )
 
 

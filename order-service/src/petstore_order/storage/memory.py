@@ -8,14 +8,15 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Collection
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
-from petstore.order.v1 import order_pb2
+from petstore.order.v1 import order_pb2, order_service_pb2
 from petstore_common.errors import AlreadyExists, NotFound
 from petstore_common.idempotency import MemoryIdempotencyStore
 from petstore_order.storage.base import (
     HIDDEN_STEPS,
     NANOS_PER_MILLISECOND,
+    EventType,
     Status,
     Step,
     StoredOrder,
@@ -23,6 +24,7 @@ from petstore_order.storage.base import (
     already_exists,
     not_found,
 )
+from petstore_order.storage.events import bounded, count_dropped, new_event
 
 
 class MemoryOrderStore:
@@ -38,6 +40,14 @@ class MemoryOrderStore:
         """Order id -> the step of its sale under way, and when it was recorded."""
         self._holding: set[int] = set()
         """The orders whose pet was reserved for them."""
+        self._events: dict[int, list[order_service_pb2.OrderEvent]] = {}
+        """Order id -> its unacknowledged events, oldest first (only orders that have some)."""
+        self._events_seq: dict[int, int] = {}
+        """Order id -> the sequence of its latest event."""
+        self._deleted_events: dict[int, list[order_service_pb2.OrderEvent]] = {}
+        """A deleted order's id -> its events not acknowledged when it was deleted."""
+        self._deleted_at: dict[int, datetime] = {}
+        """A deleted order's id -> when its events were moved aside."""
         self.idempotency = MemoryIdempotencyStore()
 
     async def ensure_indexes(self) -> None:
@@ -80,7 +90,12 @@ class MemoryOrderStore:
         return self._last_assigned_id
 
     async def create(
-        self, order: order_pb2.Order, *, step: Step | None = None, at: datetime | None = None
+        self,
+        order: order_pb2.Order,
+        *,
+        step: Step | None = None,
+        at: datetime | None = None,
+        event: EventType | None = None,
     ) -> order_pb2.Order:
         stored = _copy(order)
         if stored.HasField("ship_date"):
@@ -97,6 +112,9 @@ class MemoryOrderStore:
         if step is not None:
             assert at is not None, "a step is recorded with its time"
             self._steps[stored.id] = (step, at)
+        if event is not None:
+            assert at is not None, "an event is recorded with its time"
+            self._record(stored, event, at)
         return _copy(stored)
 
     async def delete(self, order_id: int, *, only_if: Status | None = None, step: Step | None = None) -> bool:
@@ -110,6 +128,11 @@ class MemoryOrderStore:
             del self._owned[stored.owner_user_id]
         self._steps.pop(order_id, None)
         self._holding.discard(order_id)
+        self._events_seq.pop(order_id, None)
+        events = self._events.pop(order_id, None)
+        if events:
+            self._deleted_events[order_id] = events
+            self._deleted_at[order_id] = datetime.now(UTC)
         return True
 
     async def transition(self, order_id: int, change: Transition, *, at: datetime) -> StoredOrder | None:
@@ -128,7 +151,46 @@ class MemoryOrderStore:
             stored.complete = change.complete
         if change.holds_pet is not None:
             (self._holding.add if change.holds_pet else self._holding.discard)(order_id)
+        if change.event is not None:
+            self._record(stored, change.event, at)
         return self._with_sale(stored)
+
+    def _record(self, order: order_pb2.Order, event_type: EventType, at: datetime) -> None:
+        sequence = self._events_seq.get(order.id, 0) + 1
+        self._events_seq[order.id] = sequence
+        event = new_event(event_type, _copy(order), at=at, sequence=sequence)
+        self._events[order.id], dropped = bounded([*self._events.get(order.id, []), event])
+        count_dropped(dropped)
+
+    async def read_events(self, *, limit: int) -> list[order_service_pb2.OrderEvent]:
+        # A deletion here is one step: no order is in both places. An order stored under the
+        # id of a deleted one waits until the deleted one's events are acknowledged.
+        owners = [(self._deleted_events, order_id) for order_id in sorted(self._deleted_events)]
+        owners += [
+            (self._events, order_id)
+            for order_id in sorted(self._events)
+            if order_id not in self._deleted_events
+        ]
+        return [_copy_event(event) for place, order_id in owners[:limit] for event in place[order_id]]
+
+    async def ack_events(self, order_id: int, through_sequence: int) -> None:
+        # To the deleted order's events while there are any: those are the ones read.
+        place = self._deleted_events if order_id in self._deleted_events else self._events
+        remaining = [event for event in place.get(order_id, []) if event.sequence > through_sequence]
+        if remaining:
+            place[order_id] = remaining
+        else:
+            place.pop(order_id, None)
+        if order_id not in self._deleted_events:
+            self._deleted_at.pop(order_id, None)
+
+    async def purge_deleted_events(self, *, older_than: timedelta) -> int:
+        deleted_before = datetime.now(UTC) - older_than
+        expired = [order_id for order_id, at in self._deleted_at.items() if at < deleted_before]
+        for order_id in expired:
+            del self._deleted_at[order_id]
+            del self._deleted_events[order_id]
+        return len(expired)
 
     async def unsettled(self, *, recorded_before: datetime, limit: int) -> list[StoredOrder]:
         due = sorted((at, order_id) for order_id, (_, at) in self._steps.items() if at < recorded_before)
@@ -175,6 +237,12 @@ class MemoryOrderStore:
             return self._orders[order_id]
         except KeyError:
             raise NotFound(not_found(order_id)) from None
+
+
+def _copy_event(event: order_service_pb2.OrderEvent) -> order_service_pb2.OrderEvent:
+    copy = order_service_pb2.OrderEvent()
+    copy.CopyFrom(event)
+    return copy
 
 
 def _copy(order: order_pb2.Order) -> order_pb2.Order:

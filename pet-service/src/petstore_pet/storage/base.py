@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Protocol, TypeAlias
 
 from google.protobuf.field_mask_pb2 import FieldMask
@@ -12,6 +13,7 @@ from petstore.pet.v1 import pet_pb2
 from petstore_common.idempotency import IdempotencyStore
 from petstore_common.rules import enum_names
 from petstore_pet.changes import ChangeFeed
+from petstore_pet.events import Page
 
 READ_ONLY_FIELDS: frozenset[str] = frozenset({"id", "version"})
 """Fields of Pet no update writes: the id names the pet, the version is the store's to set."""
@@ -135,22 +137,40 @@ class PetStore(Protocol):
 
     async def delete(self, pet_id: int) -> None:
         """Remove the pet and its images; NotFound when absent, Aborted while an order holds it
-        pending."""
+        pending. Its unacknowledged events outlive it (read_events tells them)."""
 
     async def holder(self, pet_id: int) -> int | None:
         """The id of the order that holds the pet (petstore_pet.holds), or None; NotFound when absent."""
 
     async def reserve(self, pet_id: int, order_id: int) -> pet_pb2.Pet:
         """Make an available pet pending, held by `order_id` (nothing changes when that order holds
-        it already); NotFound when absent, FailedPrecondition naming its state when not available."""
+        it already); NotFound when absent, FailedPrecondition naming its state when not available.
+        A reservation records a RESERVED event in the same write (petstore_pet.events)."""
 
     async def release(self, pet_id: int, order_id: int) -> bool:
         """Make the pet available again if `order_id` holds it pending; whether this call did.
-        Anything else (absent, sold, held by another order or none) changes nothing."""
+        Anything else (absent, sold, held by another order or none) changes nothing. A release
+        records a RELEASED event in the same write."""
 
     async def sell(self, pet_id: int, order_id: int) -> pet_pb2.Pet:
         """Make the pet `order_id` holds sold, still held by it (nothing changes when it is sold to
-        it already); NotFound when absent, FailedPrecondition when the order does not hold it."""
+        it already); NotFound when absent, FailedPrecondition when the order does not hold it.
+        A sale records a SOLD event in the same write."""
+
+    async def read_events(self, page: Page) -> None:
+        """Fill `page` with unacknowledged events, each pet's in sequence: first those of deleted
+        pets, then those of stored pets whose id no deleted pet's events use, each group by pet id.
+
+        While a deleted pet's events are kept, a pet stored since under its id waits: an ack
+        names a pet id only, and applies to the deleted pet's events while there are any."""
+
+    async def purge_deleted_events(self, *, older_than: timedelta) -> int:
+        """Forget the events of pets deleted (last) more than `older_than` ago, acknowledged or
+        not; how many pets' were forgotten."""
+
+    async def ack_events(self, acks: Mapping[int, int]) -> None:
+        """Forget each pet's events up to its sequence (pet id -> through sequence): a deleted
+        pet's while any are kept, else the stored pet's. Absent pets and events change nothing."""
 
     async def find(
         self, *, statuses: Collection[Status], tag_names: Collection[str], after_id: int, limit: int

@@ -18,12 +18,14 @@ from pymongo.errors import OperationFailure, PyMongoError
 from petstore_common.errors import ServiceError, Unavailable
 from petstore_common.versions import VERSION_KEY
 from petstore_pet.changes import ChangeHub, ChangesUnsupported, PetChange, Position, Subscription
-from petstore_pet.storage.documents import Document
+from petstore_pet.storage.documents import ACKED_KEY, Document
 
 log = logging.getLogger(__name__)
 
-# Only what a change says about a pet's identity and version travels from the server.
+# Only what a change says about a pet's identity and version travels from the server. An
+# acknowledgement of the pet's events (storage.outbox) changes no pet: it never travels.
 PIPELINE: list[Document] = [
+    {"$match": {f"updateDescription.updatedFields.{ACKED_KEY}": {"$exists": False}}},
     {
         "$project": {
             "operationType": 1,
@@ -31,7 +33,7 @@ PIPELINE: list[Document] = [
             f"fullDocument.{VERSION_KEY}": 1,
             f"updateDescription.updatedFields.{VERSION_KEY}": 1,
         }
-    }
+    },
 ]
 
 

@@ -4,15 +4,26 @@ A document keeps exactly what the message holds: optional fields the client left
 (pet/category/tag ids and names, the category itself, an unspecified status) are absent keys,
 so what a client stores is what it reads back. The version is the store's to set: documents
 carry it under VERSION_KEY (absent in documents written before pets had versions: version 0).
+
+A pet document also carries its event outbox (petstore_pet.events) under keys no Pet field
+has, so the conversion to a Pet never sees them and a release that knows no events (1.0.0)
+ignores them: EVENTS_KEY (the unacknowledged events, oldest first), EVENTS_SEQ_KEY (the last
+sequence given), HAS_EVENTS_KEY (true while any is kept: an equality FerretDB filters in
+PostgreSQL) and ACKED_KEY (the last sequence acknowledged). A deleted pet's events move to a
+document of the same shape in their own collection.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC
 from typing import Any
 
-from petstore.pet.v1 import pet_pb2
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from petstore.pet.v1 import pet_pb2, pet_service_pb2
 from petstore_common.versions import VERSION_KEY
+from petstore_pet.events import EVENT_TYPE_NAMES, EVENT_TYPES_BY_NAME
 from petstore_pet.storage.base import STATUS_NAMES, PetImage, Status
 
 Document = dict[str, Any]
@@ -22,6 +33,13 @@ _STATUS_BY_NAME: Mapping[str, Status] = {name: value for value, name in STATUS_N
 HOLDER_KEY = "held_by_order"
 """The id of the order that holds the pet (petstore_pet.holds); absent when none does. Not part
 of the Pet message: who ordered a pet is the order service's to tell."""
+EVENTS_KEY = "events"
+EVENTS_SEQ_KEY = "events_seq"
+HAS_EVENTS_KEY = "has_events"
+ACKED_KEY = "events_acked_through"
+OUTBOX_KEYS = (EVENTS_KEY, EVENTS_SEQ_KEY, HAS_EVENTS_KEY, ACKED_KEY)
+DELETED_AT_KEY = "deleted_at"
+"""When a deleted pet's events were last moved aside (its `pet_events` document only)."""
 
 
 def status_name(status: Status) -> str | None:
@@ -65,6 +83,31 @@ def hold_of(document: Mapping[str, Any]) -> tuple[Status, int | None]:
     holder = document.get(HOLDER_KEY)
     status = _STATUS_BY_NAME.get(document.get("status", ""), pet_pb2.PET_STATUS_UNSPECIFIED)
     return status, None if holder is None else int(holder)
+
+
+def event_to_document(event: pet_service_pb2.PetEvent) -> Document:
+    """An event as its outbox keeps it; the pet as a pet document (with its version)."""
+    return {
+        "id": event.id,
+        "type": EVENT_TYPE_NAMES[event.type],
+        "time": event.time.ToDatetime(tzinfo=UTC),
+        "sequence": event.sequence,
+        "pet": pet_to_document(event.pet) | {VERSION_KEY: event.pet.version},
+        "order_id": event.order_id,
+    }
+
+
+def event_from_document(document: Mapping[str, Any]) -> pet_service_pb2.PetEvent:
+    time = Timestamp()
+    time.FromDatetime(document["time"])
+    return pet_service_pb2.PetEvent(
+        id=document["id"],
+        type=EVENT_TYPES_BY_NAME[document["type"]],
+        time=time,
+        sequence=document["sequence"],
+        pet=pet_from_document(document["pet"]),
+        order_id=document["order_id"],
+    )
 
 
 def image_to_document(image: PetImage) -> Document:

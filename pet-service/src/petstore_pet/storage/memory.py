@@ -1,19 +1,22 @@
 """The embedded store used when no MONGODB_URI is given (development, tests).
 
 No method awaits while it reads or writes, so on one event loop each call is atomic, and each
-write is published to `changes` in the same step: the change stream is in commit order.
+write is published to `changes` in the same step: the change stream is in commit order. A
+step's event (petstore_pet.events) is kept in the same step as the step itself.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
-from petstore.pet.v1 import pet_pb2
+from petstore.pet.v1 import pet_pb2, pet_service_pb2
 from petstore_common.errors import AlreadyExists, FailedPrecondition, NotFound
 from petstore_common.idempotency import MemoryIdempotencyStore
 from petstore_common.versions import FIRST_VERSION, check_version
-from petstore_pet import holds
+from petstore_pet import events, holds
 from petstore_pet.changes import ChangeHub, PetChange
 from petstore_pet.storage.base import (
     STATUS_NAMES,
@@ -28,12 +31,29 @@ from petstore_pet.storage.base import (
 )
 
 
+@dataclass
+class _Outbox:
+    """A pet's unacknowledged events, oldest first, and the last sequence given."""
+
+    events: list[pet_service_pb2.PetEvent] = field(default_factory=list)
+    sequence: int = 0
+    deleted_at: datetime | None = None
+    """When its pet was (last) deleted; None while the pet is stored."""
+
+    def acknowledge(self, through: int) -> None:
+        self.events = [event for event in self.events if event.sequence > through]
+
+
 class MemoryPetStore:
     def __init__(self) -> None:
         self._pets: dict[int, pet_pb2.Pet] = {}
         self._images: dict[str, PetImage] = {}
         self._holders: dict[int, int] = {}
         """Pet id -> the order that holds it (see petstore_pet.holds)."""
+        self._outboxes: dict[int, _Outbox] = {}
+        """Stored pet id -> its events."""
+        self._deleted_outboxes: dict[int, _Outbox] = {}
+        """Deleted pet id -> the events it had not had acknowledged."""
         self._last_assigned_id = 0
         self.idempotency = MemoryIdempotencyStore()
         self.changes = ChangeHub()
@@ -87,6 +107,7 @@ class MemoryPetStore:
         stored = self._stored(pet_id)
         holds.staff_write(pet_id, stored.status, self._holders.get(pet_id), new_status=None)
         self._holders.pop(pet_id, None)
+        self._keep_events_of_deleted(pet_id)
         del self._pets[pet_id]
         self.changes.publish(PetChange(pet_id, stored.version, deleted=True))
         for image_id in [i for i, image in self._images.items() if image.pet_id == pet_id]:
@@ -101,28 +122,85 @@ class MemoryPetStore:
         if not holds.reserve(pet_id, stored.status, self._holders.get(pet_id), order_id):
             return _copy(stored)
         self._holders[pet_id] = order_id
-        return self._write(_with_status(stored, holds.PENDING))
+        return self._write(_with_status(stored, holds.PENDING), events.RESERVED, order_id)
 
     async def release(self, pet_id: int, order_id: int) -> bool:
         stored = self._pets.get(pet_id)
         if stored is None or not holds.release(stored.status, self._holders.get(pet_id), order_id):
             return False
         del self._holders[pet_id]
-        self._write(_with_status(stored, holds.AVAILABLE))
+        self._write(_with_status(stored, holds.AVAILABLE), events.RELEASED, order_id)
         return True
 
     async def sell(self, pet_id: int, order_id: int) -> pet_pb2.Pet:
         stored = self._stored(pet_id)
         if not holds.sell(pet_id, stored.status, self._holders.get(pet_id), order_id):
             return _copy(stored)
-        return self._write(_with_status(stored, holds.SOLD))
+        return self._write(_with_status(stored, holds.SOLD), events.SOLD, order_id)
 
-    def _write(self, updated: pet_pb2.Pet) -> pet_pb2.Pet:
-        """Store `updated` as the next version of its pet, and publish the change."""
+    def _write(
+        self, updated: pet_pb2.Pet, event_type: events.EventType | None = None, order_id: int = 0
+    ) -> pet_pb2.Pet:
+        """Store `updated` as the next version of its pet (with the event of the step, if one
+        is given), and publish the change."""
         updated.version = self._pets[updated.id].version + 1
+        if event_type is not None:
+            outbox = self._outboxes.setdefault(updated.id, _Outbox())
+            outbox.sequence += 1
+            event = events.new_event(event_type, _copy(updated), order_id, outbox.sequence)
+            outbox.events, dropped = events.bounded([*outbox.events, event])
+            events.DROPPED.inc(dropped)
         self._pets[updated.id] = updated
         self.changes.publish(PetChange(updated.id, updated.version))
         return _copy(updated)
+
+    def _keep_events_of_deleted(self, pet_id: int) -> None:
+        """Move the pet's unacknowledged events to the deleted pets' ones. Those of an earlier
+        pet under this id still kept come first: the newcomers are numbered after them."""
+        outbox = self._outboxes.pop(pet_id, None)
+        if outbox is None or not outbox.events:
+            return
+        kept = self._deleted_outboxes.get(pet_id)
+        if kept is None:
+            outbox.deleted_at = datetime.now(UTC)
+            self._deleted_outboxes[pet_id] = outbox
+            return
+        kept.deleted_at = datetime.now(UTC)
+        for event in outbox.events:
+            kept.sequence += 1
+            renumbered = pet_service_pb2.PetEvent()
+            renumbered.CopyFrom(event)
+            renumbered.sequence = kept.sequence
+            kept.events.append(renumbered)
+        kept.events, dropped = events.bounded(kept.events)
+        events.DROPPED.inc(dropped)
+
+    async def purge_deleted_events(self, *, older_than: timedelta) -> int:
+        cutoff = datetime.now(UTC) - older_than
+        expired = [
+            pet_id
+            for pet_id, kept in self._deleted_outboxes.items()
+            if kept.deleted_at is not None and kept.deleted_at <= cutoff
+        ]
+        for pet_id in expired:
+            del self._deleted_outboxes[pet_id]
+        return len(expired)
+
+    async def read_events(self, page: events.Page) -> None:
+        for pet_id in sorted(self._deleted_outboxes):
+            page.add(pet_id, map(_copy_event, self._deleted_outboxes[pet_id].events))
+        for pet_id in sorted(self._outboxes.keys() - self._deleted_outboxes.keys()):
+            page.add(pet_id, map(_copy_event, self._outboxes[pet_id].events))
+
+    async def ack_events(self, acks: Mapping[int, int]) -> None:
+        for pet_id, through in acks.items():
+            kept = self._deleted_outboxes.get(pet_id)
+            if kept is not None:
+                kept.acknowledge(through)
+                if not kept.events:
+                    del self._deleted_outboxes[pet_id]
+            elif (outbox := self._outboxes.get(pet_id)) is not None:
+                outbox.acknowledge(through)
 
     async def find(
         self, *, statuses: Collection[Status], tag_names: Collection[str], after_id: int, limit: int
@@ -175,6 +253,12 @@ def _with_status(pet: pet_pb2.Pet, status: Status) -> pet_pb2.Pet:
     changed = _copy(pet)
     changed.status = status
     return changed
+
+
+def _copy_event(event: pet_service_pb2.PetEvent) -> pet_service_pb2.PetEvent:
+    copy = pet_service_pb2.PetEvent()
+    copy.CopyFrom(event)
+    return copy
 
 
 def _copy(pet: pet_pb2.Pet) -> pet_pb2.Pet:

@@ -1,19 +1,29 @@
-"""The MongoDB store (PyMongo's async API): collections pets, pet_images and counters.
+"""The MongoDB store (PyMongo's async API): collections pets, pet_images, pet_events and counters.
 
 Writes to a pet are compare-and-set on its stored version (an update filtered on `_id` and
 version, then matched_count), and one process writes a pet at a time (KeyedLocks: FerretDB
 evaluates an update's filter and its write in two steps).
+
+A hold step's event (petstore_pet.events) goes into the pet document in the step's own write:
+one document, one write, atomic on FerretDB (no transactions) as on MongoDB. FerretDB v1
+ignores `$push`'s `$slice` and a `$pull` with a condition (measured: both leave the array as it
+was), so removing events rewrites the outbox array whole, compare-and-set on the outbox's
+counters (storage.outbox). A deleted pet's events move to `pet_events` (same shape, `_id` the pet id)
+before the pet is deleted.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
-from pymongo import ReturnDocument
+from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
 
-from petstore.pet.v1 import pet_pb2
+from petstore.pet.v1 import pet_pb2, pet_service_pb2
 from petstore_common.errors import Aborted, AlreadyExists, FailedPrecondition, NotFound
 from petstore_common.idempotency import MongoIdempotencyStore
 from petstore_common.mongo import (
@@ -25,7 +35,8 @@ from petstore_common.mongo import (
     update_versioned,
 )
 from petstore_common.versions import FIRST_VERSION, VERSION_KEY
-from petstore_pet import holds
+from petstore_pet import events, holds
+from petstore_pet.storage import outbox
 from petstore_pet.storage.base import (
     PetImage,
     Status,
@@ -38,8 +49,14 @@ from petstore_pet.storage.base import (
 )
 from petstore_pet.storage.change_stream import MongoChangeFeed
 from petstore_pet.storage.documents import (
+    DELETED_AT_KEY,
+    EVENTS_KEY,
+    HAS_EVENTS_KEY,
     HOLDER_KEY,
+    OUTBOX_KEYS,
     Document,
+    event_from_document,
+    event_to_document,
     hold_of,
     image_from_document,
     image_to_document,
@@ -63,6 +80,8 @@ class MongoPetStore:
         self._database = database
         self._pets = database["pets"]
         self._images = database["pet_images"]
+        self._deleted_events = database["pet_events"]
+        """The unacknowledged events of deleted pets, one document per pet id."""
         self._ids = IdAllocator(database["counters"], PET_ID_COUNTER)
         self.idempotency = MongoIdempotencyStore(database["idempotency_keys"])
         self.changes = MongoChangeFeed(self._pets)
@@ -72,6 +91,7 @@ class MongoPetStore:
         await self.idempotency.ensure_indexes()
         await self._pets.create_index("status")
         await self._pets.create_index("tags.name")
+        await self._pets.create_index(HAS_EVENTS_KEY, sparse=True)
         await self._images.create_index("pet_id")
 
     async def new_id(self) -> int:
@@ -138,15 +158,46 @@ class MongoPetStore:
 
     async def delete(self, pet_id: int) -> None:
         async with self._writing.hold(pet_id):
-            stored = await self._pets.find_one({"_id": pet_id})
-            if stored is None:
-                raise NotFound(not_found(pet_id))
-            holds.staff_write(pet_id, *hold_of(stored), new_status=None)
-            # Deleted only as read: a reservation that got in since is not deleted under.
-            result = await self._pets.delete_one({"_id": pet_id, VERSION_KEY: stored.get(VERSION_KEY)})
-        if result.deleted_count == 0:
-            raise Aborted(f"pet {pet_id} is being changed by others; try again")
+            for _ in range(MAX_UPDATE_ATTEMPTS):
+                stored = await self._pets.find_one({"_id": pet_id})
+                if stored is None:
+                    raise NotFound(not_found(pet_id))
+                holds.staff_write(pet_id, *hold_of(stored), new_status=None)
+                if stored.get(EVENTS_KEY):
+                    await self._keep_events_of_deleted(pet_id, stored)
+                # Deleted only as read: a reservation (or its event) that got in since is not
+                # deleted under; the next round keeps that event too.
+                unchanged = {VERSION_KEY: stored.get(VERSION_KEY), **outbox.unchanged(stored)}
+                if (await self._pets.delete_one({"_id": pet_id, **unchanged})).deleted_count == 1:
+                    break
+            else:
+                raise Aborted(f"pet {pet_id} is being changed by others; try again")
         await self._images.delete_many({"pet_id": pet_id})
+
+    async def _keep_events_of_deleted(self, pet_id: int, stored: Document) -> None:
+        """Add the deleted pet's events to its `pet_events` document, those not there already
+        (a deletion tried again); an earlier pet's under this id still kept stay first."""
+        for _ in range(MAX_UPDATE_ATTEMPTS):
+            kept = await self._deleted_events.find_one({"_id": pet_id})
+            if kept is None:
+                try:
+                    await self._deleted_events.insert_one(outbox.moved(pet_id, stored, datetime.now(UTC)))
+                    return
+                except DuplicateKeyError:
+                    continue  # another replica kept them first: add to its document
+            moving = outbox.with_moved(kept, stored, datetime.now(UTC))
+            if moving is None:
+                return
+            change, dropped = moving
+            filter_ = {"_id": pet_id, **outbox.unchanged(kept)}
+            if (await self._deleted_events.update_one(filter_, change)).matched_count == 1:
+                events.DROPPED.inc(dropped)
+                return
+        raise Aborted(f"pet {pet_id} is being changed by others; try again")
+
+    async def purge_deleted_events(self, *, older_than: timedelta) -> int:
+        cutoff = datetime.now(UTC) - older_than
+        return (await self._deleted_events.delete_many({DELETED_AT_KEY: {"$lte": cutoff}})).deleted_count
 
     async def holder(self, pet_id: int) -> int | None:
         stored = await self._pets.find_one({"_id": pet_id}, projection={HOLDER_KEY: True})
@@ -159,21 +210,22 @@ class MongoPetStore:
             HOLDER_KEY: {"$exists": False},
             "$or": [_status_is(status) for status in holds.RESERVABLE],
         }
-        reserved = {"$set": {"status": status_name(holds.PENDING), HOLDER_KEY: order_id}}
         pet, _ = await self._hold_step(
             pet_id,
             reservable,
-            reserved,
             lambda status, holder: holds.reserve(pet_id, status, holder, order_id),
+            _Step(events.RESERVED, holds.PENDING, order_id, held_after=True),
         )
         return pet
 
     async def release(self, pet_id: int, order_id: int) -> bool:
         held = {HOLDER_KEY: order_id, **_status_is(holds.PENDING)}
-        released = {"$set": {"status": status_name(holds.AVAILABLE)}, "$unset": {HOLDER_KEY: ""}}
         try:
             _, wrote = await self._hold_step(
-                pet_id, held, released, lambda status, holder: holds.release(status, holder, order_id)
+                pet_id,
+                held,
+                lambda status, holder: holds.release(status, holder, order_id),
+                _Step(events.RELEASED, holds.AVAILABLE, order_id, held_after=False),
             )
         except NotFound:
             return False
@@ -181,35 +233,108 @@ class MongoPetStore:
 
     async def sell(self, pet_id: int, order_id: int) -> pet_pb2.Pet:
         held = {HOLDER_KEY: order_id, "status": {"$ne": status_name(holds.SOLD)}}
-        sold = {"$set": {"status": status_name(holds.SOLD)}}
         pet, _ = await self._hold_step(
-            pet_id, held, sold, lambda status, holder: holds.sell(pet_id, status, holder, order_id)
+            pet_id,
+            held,
+            lambda status, holder: holds.sell(pet_id, status, holder, order_id),
+            _Step(events.SOLD, holds.SOLD, order_id, held_after=True),
         )
         return pet
 
     async def _hold_step(
-        self, pet_id: int, condition: Document, change: Document, decide: Callable[[Status, int | None], bool]
+        self,
+        pet_id: int,
+        condition: Document,
+        decide: Callable[[Status, int | None], bool],
+        step: _Step,
     ) -> tuple[pet_pb2.Pet, bool]:
-        """One step of petstore_pet.holds in one write filtered on the step's `condition`, the
-        version moved on with it: the pet after it, and whether it wrote. When the condition does
-        not hold, the stored pet says why (`decide` raises) or that nothing is to be done; the
-        common case is one database round trip."""
+        """One step of petstore_pet.holds and its event in one write: the pet after it, and
+        whether it wrote. The pet is read first (the event carries the pet after the step and
+        the next sequence); `decide` raises when the step is refused, or says nothing is to be
+        done (then nothing is written, no event either). The write is filtered on the step's
+        `condition` and on nothing having changed since the read (version, outbox); when
+        another writer got in between, again."""
         async with self._writing.hold(pet_id):
             for _ in range(MAX_UPDATE_ATTEMPTS):
-                written = await self._pets.find_one_and_update(
-                    {"_id": pet_id, **condition},
-                    {**change, "$inc": {VERSION_KEY: 1}},
-                    return_document=ReturnDocument.AFTER,
-                )
-                if written is not None:
-                    return pet_from_document(written), True
                 stored = await self._pets.find_one({"_id": pet_id})
                 if stored is None:
                     raise NotFound(not_found(pet_id))
                 if not decide(*hold_of(stored)):
                     return pet_from_document(stored), False
-                # Possible after all: another replica changed the pet in between. Again.
+                after = pet_from_document(stored)
+                after.status = step.status
+                after.version = int(stored.get(VERSION_KEY, 0)) + 1
+                sequence = outbox.next_sequence(stored)
+                event = events.new_event(step.event_type, after, step.order_id, sequence)
+                recorded, dropped = outbox.with_event(stored, event_to_document(event))
+                holder = {HOLDER_KEY: step.order_id} if step.held_after else {}
+                write: Document = recorded | {
+                    "$set": {
+                        **recorded["$set"],
+                        "status": status_name(step.status),
+                        VERSION_KEY: after.version,
+                        **holder,
+                    }
+                }
+                if not step.held_after:
+                    write["$unset"] = {HOLDER_KEY: ""}
+                unchanged = {
+                    VERSION_KEY: stored.get(VERSION_KEY, {"$exists": False}),
+                    **outbox.unchanged(stored),
+                }
+                written = await self._pets.update_one({"_id": pet_id, **condition, **unchanged}, write)
+                if written.matched_count == 1:
+                    events.DROPPED.inc(dropped)
+                    return after, True
+                # Another writer (or replica) changed the pet in between. Again.
         raise Aborted(f"pet {pet_id} is being changed by others; try again")
+
+    async def read_events(self, page: events.Page) -> None:
+        # The stored pets' are read before the deleted ones': a pet deleted (and one stored
+        # under its id) in between shows its events among the deleted, where an ack finds them.
+        stored = await _outboxes(self._pets, page)
+        deleted = await _outboxes(self._deleted_events, page)
+        for pet_id, told in deleted.items():
+            page.add(pet_id, told)
+        for pet_id, told in stored.items():
+            if pet_id not in deleted:
+                page.add(pet_id, told)
+
+    async def ack_events(self, acks: Mapping[int, int]) -> None:
+        acking = asyncio.Semaphore(LOOKUPS_AT_ONCE)
+
+        async def ack(pet_id: int, through: int) -> None:
+            async with acking:
+                await self._ack(pet_id, through)
+
+        await asyncio.gather(*(ack(pet_id, through) for pet_id, through in acks.items()))
+
+    async def _ack(self, pet_id: int, through: int) -> None:
+        """Forget `pet_id`'s events through `through`: a deleted pet's while it has any (its
+        emptied document removed), else the stored pet's. Compare-and-set on the outbox, again
+        when an event or an ack got in between."""
+        async with self._writing.hold(pet_id):
+            for _ in range(MAX_UPDATE_ATTEMPTS):
+                kept = await self._deleted_events.find_one({"_id": pet_id})
+                if kept is not None:
+                    collection, document = self._deleted_events, kept
+                else:
+                    projection = dict.fromkeys(OUTBOX_KEYS, True)
+                    found = await self._pets.find_one({"_id": pet_id}, projection=projection)
+                    if found is None:
+                        return
+                    collection, document = self._pets, found
+                change = outbox.acknowledged(document, through)
+                if change is None:
+                    return
+                unchanged = {"_id": pet_id, **outbox.unchanged(document)}
+                if kept is not None and outbox.emptied(change):
+                    done = (await collection.delete_one(unchanged)).deleted_count == 1
+                else:
+                    done = (await collection.update_one(unchanged, change)).matched_count == 1
+                if done:
+                    return
+        raise Aborted(f"pet {pet_id}'s events are being changed by others; try again")
 
     async def find(
         self, *, statuses: Collection[Status], tag_names: Collection[str], after_id: int, limit: int
@@ -270,6 +395,36 @@ class MongoPetStore:
     async def _require_pet(self, pet_id: int) -> None:
         if await self._pets.find_one({"_id": pet_id}, projection={"_id": 1}) is None:
             raise NotFound(not_found(pet_id))
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """A hold step's write: its event's type, the status it leaves, the order that takes it,
+    and whether that order holds the pet after it."""
+
+    event_type: events.EventType
+    status: Status
+    order_id: int
+    held_after: bool
+
+
+async def _outboxes(
+    collection: AsyncCollection[Document], page: events.Page
+) -> dict[int, list[pet_service_pb2.PetEvent]]:
+    """The events of the documents of `collection` that hold any, by id, as many as `page` could
+    take (its pets and bytes bound what is read; nothing is added to it)."""
+    trial = page.copy_empty()
+    found: dict[int, list[pet_service_pb2.PetEvent]] = {}
+    # FerretDB filters the equality in PostgreSQL; the few documents with events are sorted.
+    cursor = collection.find({HAS_EVENTS_KEY: True}, projection={EVENTS_KEY: True})
+    async for document in cursor.sort("_id", 1).batch_size(outbox.READ_BATCH):
+        told = [event_from_document(event) for event in document.get(EVENTS_KEY, [])]
+        found[document["_id"]] = told
+        trial.add(document["_id"], told)
+        if trial.full:
+            break
+    await cursor.close()
+    return found
 
 
 def _status_is(status: Status) -> Document:
