@@ -9,11 +9,13 @@ late re-read still finds them, then purged.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+
+from petstore_common.errors import NotFound, ResourceExhausted
 
 MAX_ENDPOINTS = 100
 """Endpoints the service holds at most: each costs a delivery per event of its types."""
@@ -21,6 +23,12 @@ ATTEMPTS_KEPT = 100
 """Attempts kept per endpoint, newest (what ListDeliveries can show)."""
 DELIVERED_RETENTION = timedelta(days=1)
 """How long a delivered delivery is kept: an event re-read within it is not sent again."""
+PENDING_WINDOW = 1000
+"""Pending deliveries of one endpoint that due_deliveries and next_due look at, oldest first, to
+find each subject's earliest: a bounded read however far behind the endpoint is (a subject
+whose first pending delivery lies beyond it waits until the ones before it are delivered)."""
+ENDPOINTS_FULL_RETRY_AFTER_SECONDS = 60
+"""The retry-after of a CreateEndpoint refused for MAX_ENDPOINTS: one must be deleted first."""
 
 
 class EndpointState(StrEnum):
@@ -136,7 +144,9 @@ class WebhookStore(Protocol):
         its next attempt is due; oldest first."""
 
     async def next_due(self, endpoint_id: int) -> datetime | None:
-        """When the endpoint's earliest pending delivery is due (None: nothing pending)."""
+        """When the endpoint's earliest pending delivery is due (None: nothing pending): among
+        each subject's earliest pending one only, as due_deliveries sees them (a later event
+        waiting behind a retry is not "due at once"); a new delivery is due when accepted."""
 
     async def record_attempt(self, attempt: Attempt, *, next_attempt_at: datetime | None) -> None:
         """Keep the attempt (the newest ATTEMPTS_KEPT per endpoint) and update its delivery:
@@ -147,3 +157,32 @@ class WebhookStore(Protocol):
 
     async def purge(self, *, delivered_before: datetime) -> int:
         """Forget deliveries delivered before the given time; how many."""
+
+
+def endpoint_not_found(endpoint_id: int) -> NotFound:
+    return NotFound(f"endpoint {endpoint_id} not found")
+
+
+def endpoints_full() -> ResourceExhausted:
+    return ResourceExhausted(
+        f"the service holds at most {MAX_ENDPOINTS} endpoints: delete one first",
+        retry_after_seconds=ENDPOINTS_FULL_RETRY_AFTER_SECONDS,
+    )
+
+
+T = TypeVar("T")
+
+
+def subject_heads(pending: Iterable[T], subject_of: Callable[[T], str]) -> list[T]:
+    """The first of each subject's pending deliveries, given oldest first (accepted order): a
+    subject's events are accepted in its order, so its first is its earliest, and only that one
+    may be tried (a later event never overtakes it). Accepted order, not the sequence, decides:
+    an order deleted and created again under its id starts its sequence anew."""
+    seen: set[str] = set()
+    heads = []
+    for item in pending:
+        subject = subject_of(item)
+        if subject not in seen:
+            seen.add(subject)
+            heads.append(item)
+    return heads
