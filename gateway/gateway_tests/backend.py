@@ -1,6 +1,7 @@
 """The services behind the gateway under test: the real ones, in this process, on their embedded
-stores (petstore_devstack.inprocess). Tests seed and read back state over the services' own gRPC
-API, as staff, and see which calls reached a service through a server interceptor."""
+stores (petstore_devstack.inprocess), and a fake webhook service (webhooks.py). Tests seed and read
+back state over the services' own gRPC API, as staff, and see which calls reached a service
+through a server interceptor."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
 from petstore_common import callers, session_tokens
 from petstore_common.grpc_client import create_channel
 from petstore_common.rules import field_rules
-from petstore_devstack.inprocess import InProcessStack, in_process_stack
+from petstore_devstack.inprocess import InProcessService, InProcessStack, in_process_stack
 from petstore_gateway.clients import ORDER, PET, USER, ServiceClients
+
+from .webhooks import FakeWebhookService, fake_webhook_service
 
 if TYPE_CHECKING:
     from petstore.order.v1.order_service_pb2_grpc import OrderServiceAsyncStub
@@ -125,13 +128,20 @@ class Backend:
     pets: PetServiceAsyncStub
     orders: OrderServiceAsyncStub
     users: UserServiceAsyncStub
+    webhook_service: InProcessService[FakeWebhookService]
+    """The fake webhook service (its `store` is the fake: seed endpoints and attempts there)."""
+
+    @property
+    def webhooks(self) -> FakeWebhookService:
+        return self.webhook_service.store
 
     def clients(self, **addresses: str) -> ServiceClients:
-        """The gateway's channels to the three services (`pet_addr=...` etc. override one)."""
+        """The gateway's channels to the four services (`pet_addr=...` etc. override one)."""
         chosen = {
             "pet_addr": self.stack.pet.address,
             "order_addr": self.stack.order.address,
             "user_addr": self.stack.user.address,
+            "webhook_addr": self.webhook_service.address,
             **addresses,
         }
         return ServiceClients.connect(**chosen, signer=self.stack.gateway_signer)
@@ -274,7 +284,8 @@ class Backend:
 async def running_backend(
     *, interceptors: tuple[grpc.aio.ServerInterceptor, ...] = (), **options: Any
 ) -> AsyncIterator[Backend]:
-    """The three services and staff stubs to each; `options` go to in_process_stack."""
+    """The three services, the fake webhook service, and staff stubs to the three; `options` go
+    to in_process_stack."""
     recorder = CallRecorder()
     async with AsyncExitStack() as cleanup:
         stack = await cleanup.enter_async_context(
@@ -286,10 +297,14 @@ async def running_backend(
             create_channel(stack.order.address, (ORDER,), signer=signer)
         )
         user = await cleanup.enter_async_context(create_channel(stack.user.address, (USER,), signer=signer))
+        webhook = fake_webhook_service(FakeWebhookService(), stack.caller_keys, (recorder, *interceptors))
+        cleanup.push_async_callback(webhook.stop)
+        await webhook.start()
         yield Backend(
             stack,
             recorder,
             pet_service_pb2_grpc.PetServiceStub(pet),
             order_service_pb2_grpc.OrderServiceStub(order),
             user_service_pb2_grpc.UserServiceStub(user),
+            webhook,
         )

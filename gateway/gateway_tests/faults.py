@@ -121,7 +121,7 @@ class _Refuse(grpc.GenericRpcHandler):
 
 @asynccontextmanager
 async def refusing_services(code: grpc.StatusCode) -> AsyncIterator[ServiceClients]:
-    """Channels to three services that refuse every call with `code` while reporting SERVING:
+    """Channels to services that refuse every call with `code` while reporting SERVING:
     shedding load (RESOURCE_EXHAUSTED), unavailable or past the deadline for every operation at
     once, which no real service does on demand."""
     server = grpc.aio.server(options=NO_PORT_SHARING)
@@ -133,6 +133,8 @@ async def refusing_services(code: grpc.StatusCode) -> AsyncIterator[ServiceClien
     try:
         # These fakes check no token, but the gateway signs every call all the same.
         signer = CallerSigner(GATEWAY, caller_keys.generate().seed)
-        yield ServiceClients.connect(pet_addr=address, order_addr=address, user_addr=address, signer=signer)
+        yield ServiceClients.connect(
+            pet_addr=address, order_addr=address, user_addr=address, webhook_addr=address, signer=signer
+        )
     finally:
         await server.stop(None)

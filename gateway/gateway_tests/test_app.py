@@ -25,16 +25,18 @@ async def test_without_injected_clients_channels_open_on_start_and_close_on_clea
             pet_service_addr=stack.pet.address,
             order_service_addr=stack.order.address,
             user_service_addr=stack.user.address,
+            webhook_service_addr=backend.webhook_service.address,
             caller_signing_key=stack.caller_keys["gateway"].seed,
         )
     )
     async with TestClient(TestServer(app)) as client:
         response = await client.get("/readyz")
         assert response.status == 200
+        assert (await response.json())["message"] == "ready"  # the webhook service too
         # A call the services answer: they only do for calls the gateway signed.
         assert (await client.get("/v2/pet/424242")).status == 404
         channels = list(app[CLIENTS].channels.values())
-    assert len(channels) == 3
+    assert len(channels) == 4  # pet, order, user and webhook
     for channel in channels:
         with pytest.raises(UsageError, match="closed"):
             await is_serving(channel)

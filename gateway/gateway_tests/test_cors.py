@@ -146,7 +146,7 @@ async def test_every_api_route_answers_a_preflight(client: Client) -> None:
     for resource in resources:
         methods = {route.method for route in resource}
         path = resource.canonical.format(
-            petId="1", orderId="1", username="ann", asset="swagger-ui.css", imageId="0" * 32
+            petId="1", orderId="1", username="ann", asset="swagger-ui.css", imageId="0" * 32, webhookId="1"
         )
         for method in methods - {"HEAD"}:
             response = await client.options(path, headers=_preflight(method))

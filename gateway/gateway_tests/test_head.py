@@ -17,6 +17,8 @@ SAMPLES = {
     "/v2/user/login": ["/v2/user/login?username=ann&password=pw", "/v2/user/login?username=ann"],
     "/v2/user/logout": ["/v2/user/logout"],
     "/v2/user/{username}": ["/v2/user/ann", "/v2/user/zed"],
+    "/v2/webhooks": ["/v2/webhooks"],
+    "/v2/webhooks/{webhookId}/deliveries": ["/v2/webhooks/1/deliveries", "/v2/webhooks/x/deliveries"],
     "/v2/swagger.json": ["/v2/swagger.json"],
     "/v2/openapi.json": ["/v2/openapi.json"],
     "/v2/docs": ["/v2/docs"],

@@ -69,6 +69,7 @@ def test_serves_and_stops_gracefully_on_a_signal(signum: signal.Signals) -> None
             "PET_SERVICE_ADDR": dead,
             "ORDER_SERVICE_ADDR": dead,
             "USER_SERVICE_ADDR": dead,
+            "WEBHOOK_SERVICE_ADDR": dead,
         }
     )
     try:
@@ -124,6 +125,7 @@ def test_workers_share_the_port_and_stop_with_the_first() -> None:
             "PET_SERVICE_ADDR": dead,
             "ORDER_SERVICE_ADDR": dead,
             "USER_SERVICE_ADDR": dead,
+            "WEBHOOK_SERVICE_ADDR": dead,
         }
     )
     try:
@@ -196,6 +198,7 @@ def test_a_worker_that_cannot_start_stops_the_gateway_with_an_error() -> None:
                 "PET_SERVICE_ADDR": dead,
                 "ORDER_SERVICE_ADDR": dead,
                 "USER_SERVICE_ADDR": dead,
+                "WEBHOOK_SERVICE_ADDR": dead,
             }
         )
         try:

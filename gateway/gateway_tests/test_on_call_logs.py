@@ -279,6 +279,7 @@ def test_the_settings_at_start_read_one_per_line_without_secrets() -> None:
             "PET_SERVICE_ADDR": dead,
             "ORDER_SERVICE_ADDR": dead,
             "USER_SERVICE_ADDR": dead,
+            "WEBHOOK_SERVICE_ADDR": dead,
         },
         stderr=subprocess.PIPE,
         text=True,

@@ -12,11 +12,12 @@ SECRET = "x" * 32
 def test_defaults() -> None:
     settings = GatewaySettings.from_env({"PETSTORE_SESSION_SECRET": SECRET})
     assert (settings.host, settings.port) == ("127.0.0.1", 8080)
-    assert (settings.pet_service_addr, settings.order_service_addr, settings.user_service_addr) == (
-        "127.0.0.1:50051",
-        "127.0.0.1:50052",
-        "127.0.0.1:50053",
-    )
+    assert (
+        settings.pet_service_addr,
+        settings.order_service_addr,
+        settings.user_service_addr,
+        settings.webhook_service_addr,
+    ) == ("127.0.0.1:50051", "127.0.0.1:50052", "127.0.0.1:50053", "127.0.0.1:50054")
     assert settings.api_keys == ()
     assert settings.grpc_timeout_seconds == 5.0
     assert settings.max_body_bytes == 1024 * 1024
@@ -32,9 +33,11 @@ def test_environment_overrides() -> None:
             "GRPC_TIMEOUT_SECONDS": "0.5",
             "MAX_BODY_BYTES": "2048",
             "LOG_LEVEL": "debug",
+            "WEBHOOK_SERVICE_ADDR": "dns:///webhook-service:50054",
         }
     )
     assert (settings.host, settings.port, settings.api_keys) == ("0.0.0.0", 9000, ("one", "two"))
+    assert settings.webhook_service_addr == "dns:///webhook-service:50054"
     assert (settings.grpc_timeout_seconds, settings.max_body_bytes, settings.log_level) == (
         0.5,
         2048,

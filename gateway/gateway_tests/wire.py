@@ -12,8 +12,19 @@ from aiohttp import ClientResponse
 from defusedxml.ElementTree import fromstring as parse_xml
 
 # Elements whose text stays text even when it looks like a number.
-TEXT_ELEMENTS = frozenset({"message", "name", "username", "firstName", "lastName", "email", "phone"})
-LIST_ITEMS = {"photoUrls": "photoUrl", "tags": "tag", "pets": "Pet", "users": "User", "orders": "Order"}
+TEXT_ELEMENTS = frozenset(
+    {"message", "name", "username", "firstName", "lastName", "email", "phone", "url", "secret", "error"}
+)
+LIST_ITEMS = {
+    "photoUrls": "photoUrl",
+    "tags": "tag",
+    "pets": "Pet",
+    "users": "User",
+    "orders": "Order",
+    "eventTypes": "eventType",
+    "webhooks": "Webhook",
+    "deliveries": "WebhookDelivery",
+}
 _INTEGER = re.compile(r"-?[0-9]+")
 
 

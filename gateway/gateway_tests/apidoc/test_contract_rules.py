@@ -12,6 +12,7 @@ from buf.validate.validate_pb2 import FieldRules
 from petstore.order.v1 import order_pb2, order_service_pb2
 from petstore.pet.v1 import pet_pb2, pet_service_pb2
 from petstore.user.v1 import user_pb2, user_service_pb2
+from petstore.webhook.v1 import webhook_service_pb2
 from petstore_common.formats import published_pattern
 from petstore_common.rules import field_rules
 from petstore_gateway.apidoc import schemas
@@ -83,6 +84,7 @@ def published(document: dict[str, Any], where: tuple[str, ...]) -> object:
 
 Pet, Category, Tag, Order, User = pet_pb2.Pet, pet_pb2.Category, pet_pb2.Tag, order_pb2.Order, user_pb2.User
 NewPassword = user_service_pb2.CreateUserRequest
+NewWebhook = webhook_service_pb2.CreateEndpointRequest
 BOUNDS: list[tuple[tuple[str, ...], tuple[Any, str, str]]] = [
     (("definition", "Pet", "id", "minimum"), (Pet, "id", "minimum")),
     (("definition", "Pet", "name", "maxLength"), (Pet, "name", "string.max_len")),
@@ -208,6 +210,28 @@ BOUNDS: list[tuple[tuple[str, ...], tuple[Any, str, str]]] = [
     (
         ("parameter", "GET", "/user/login", "password", "maxLength"),
         (NewPassword, "password", "string.max_len"),
+    ),
+    (("definition", "NewWebhook", "url", "minLength"), (NewWebhook, "url", "string.min_len")),
+    (("definition", "NewWebhook", "url", "maxLength"), (NewWebhook, "url", "string.max_len")),
+    (
+        ("definition", "NewWebhook", "eventTypes", "minItems"),
+        (NewWebhook, "event_types", "repeated.min_items"),
+    ),
+    (
+        ("definition", "NewWebhook", "eventTypes", "maxItems"),
+        (NewWebhook, "event_types", "repeated.max_items"),
+    ),
+    (
+        ("definition", "NewWebhook", "eventTypes", "items", "maxLength"),
+        (NewWebhook, "event_types", "repeated.items.string.max_len"),
+    ),
+    (
+        ("parameter", "DELETE", "/webhooks/{webhookId}", "webhookId", "minimum"),
+        (webhook_service_pb2.DeleteEndpointRequest, "id", "minimum"),
+    ),
+    (
+        ("parameter", "GET", "/webhooks/{webhookId}/deliveries", "webhookId", "minimum"),
+        (webhook_service_pb2.ListDeliveriesRequest, "endpoint_id", "minimum"),
     ),
 ]
 

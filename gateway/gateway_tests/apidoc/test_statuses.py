@@ -34,6 +34,7 @@ from .described import both_documents, operations, statuses
 KEY = {"api_key": STATIC_KEY}
 PET = {"name": "Rex", "photoUrls": ["http://img/1.png"]}
 NEW_USER = {"username": "cat", "email": "cat@example.com", "password": "pw-123456"}
+WEBHOOK = {"url": "https://hooks.example.com/petstore", "eventTypes": ["order.placed"]}
 BODY_TYPES = {"application/json", "application/xml"}
 KIT_SESSION = "<a session of kit>"
 BOB_SESSION = "<a session of bob>"
@@ -134,13 +135,23 @@ VALID = [
         lambda: {"json": {"username": "ann", "email": "a@example.com"}, "headers": KEY},
     ),
     Call("DELETE", "/v2/user/{username}", "/v2/user/ann", lambda: {"headers": KEY}),
+    Call("POST", "/v2/webhooks", "/v2/webhooks", lambda: {"json": WEBHOOK, "headers": KEY}),
+    Call("GET", "/v2/webhooks", "/v2/webhooks", lambda: {"headers": KEY}),
+    Call("DELETE", "/v2/webhooks/{webhookId}", "/v2/webhooks/1", lambda: {"headers": KEY}),
+    Call(
+        "GET",
+        "/v2/webhooks/{webhookId}/deliveries",
+        "/v2/webhooks/1/deliveries",
+        lambda: {"params": {"limit": "5"}, "headers": KEY},
+    ),
 ]
 CALLS = {(call.method, call.route): call for call in VALID}
 
 
 async def _seed(backend: Backend) -> Seeded:
     """Pet 1 with an image, pet 2 held by order 1 (placed), users ann (1), bob (2) and kit (3),
-    and open sessions of bob and kit; nothing else (the backend is a fresh one)."""
+    open sessions of bob and kit, and webhook endpoint 1; nothing else (the backend is a fresh
+    one)."""
     await backend.add_pet(1, "Rex", tags=("cute",))
     upload = pet_service_pb2.UploadPetImageRequest(pet_id=1, data=PNG, caller=callers.staff())
     image = await backend.pets.UploadPetImage(upload, timeout=5)
@@ -149,6 +160,7 @@ async def _seed(backend: Backend) -> Seeded:
     for user_id, name in ((1, "ann"), (2, "bob"), (3, "kit")):
         await backend.add_user(name, user_id)
     sessions = {KIT_SESSION: await backend.login("kit"), BOB_SESSION: await backend.login("bob")}
+    backend.webhooks.add()
     return Seeded(sessions, image.image_id)
 
 
@@ -187,7 +199,7 @@ async def test_without_an_api_key_secured_operations_are_401(
         if operations(documents["swagger"])[(call.method, call.route)].get("security")
         == [{"api_key": []}, {"bearer": []}]
     ]
-    assert len(secured) == 14
+    assert len(secured) == 18
     for call in secured:
         headers = {k: v for k, v in call.kwargs().get("headers", {}).items() if k != "api_key"}
         response = await call.send(client, seeded, headers=headers)
@@ -208,7 +220,7 @@ async def test_every_call_takes_its_credential_as_bearer_too(settings: GatewaySe
                 moved += 1
             response = await call.send(client, seeded, headers=headers)
             assert response.status == 200, (call.route, await response.text())
-    assert moved == 15  # the fourteen operations that need a key, and logout
+    assert moved == 19  # the eighteen operations that need a key, and logout
 
 
 async def test_credentials_that_disagree_are_400_everywhere(
@@ -249,7 +261,7 @@ async def test_a_body_of_the_wrong_type_is_415_and_too_large_413(
 ) -> None:
     seeded = await _seed(backend)
     calls = _body_calls(documents)
-    assert len(calls) == 10
+    assert len(calls) == 11
     for call in calls:
         consumed = operations(documents["swagger"])[(call.method, call.route)]["consumes"]
         headers = {**call.kwargs().get("headers", {}), "Content-Type": "text/plain"}
@@ -435,6 +447,24 @@ BAD_INPUT: list[tuple[str, str, str, dict[str, Any], int]] = [
     ("PUT", "/v2/user/{username}", "/v2/user/ann", {"json": {}, "headers": {"api_key": BOB_SESSION}}, 403),
     ("DELETE", "/v2/user/{username}", "/v2/user/zed", {"headers": KEY}, 404),
     ("DELETE", "/v2/user/{username}", "/v2/user/ann", {"headers": {"api_key": BOB_SESSION}}, 403),
+    ("POST", "/v2/webhooks", "/v2/webhooks", {"json": WEBHOOK, "headers": AS_KIT}, 403),
+    ("POST", "/v2/webhooks", "/v2/webhooks", _json({**WEBHOOK, "url": "http://h.example.com/"}), 400),
+    ("POST", "/v2/webhooks", "/v2/webhooks", _json({**WEBHOOK, "eventTypes": ["order.lost"]}), 400),
+    ("POST", "/v2/webhooks", "/v2/webhooks", _xml(b"<Webhook><url>"), 400),
+    ("GET", "/v2/webhooks", "/v2/webhooks", {"headers": AS_KIT}, 403),
+    ("DELETE", "/v2/webhooks/{webhookId}", "/v2/webhooks/1", {"headers": AS_KIT}, 403),
+    ("DELETE", "/v2/webhooks/{webhookId}", "/v2/webhooks/0", {"headers": KEY}, 400),
+    ("DELETE", "/v2/webhooks/{webhookId}", "/v2/webhooks/99", {"headers": KEY}, 404),
+    ("GET", "/v2/webhooks/{webhookId}/deliveries", "/v2/webhooks/1/deliveries", {"headers": AS_KIT}, 403),
+    ("GET", "/v2/webhooks/{webhookId}/deliveries", "/v2/webhooks/x/deliveries", {"headers": KEY}, 400),
+    (
+        "GET",
+        "/v2/webhooks/{webhookId}/deliveries",
+        "/v2/webhooks/1/deliveries?limit=0",
+        {"headers": KEY},
+        400,
+    ),
+    ("GET", "/v2/webhooks/{webhookId}/deliveries", "/v2/webhooks/99/deliveries", {"headers": KEY}, 404),
 ]
 
 

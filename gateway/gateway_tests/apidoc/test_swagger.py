@@ -29,6 +29,7 @@ from petstore_gateway.representations.order import ORDER, ORDER_STATUSES
 from petstore_gateway.representations.pet import PET, PET_STATUSES, PETS
 from petstore_gateway.representations.shapes import Document, ListOf, Obj, Scalar
 from petstore_gateway.representations.user import USER, USERS
+from petstore_gateway.representations.webhook import EVENT_TYPES, WEBHOOK, WEBHOOK_DELIVERY
 from petstore_gateway.routes import OPERATIONS
 
 from ..conftest import Client
@@ -42,7 +43,12 @@ NOT_DESCRIBED = frozenset(
 DOCUMENTS = pytest.mark.parametrize("name", ["swagger", "openapi"])
 OPTIONAL_KEY = {("POST", "/v2/user"), ("GET", "/v2/user/{username}")}
 """Anonymous is fine; a key, when sent, is checked."""
-PRIVATE_READS = {("GET", "/v2/store/order/{orderId}"), ("GET", "/v2/store/order")}
+PRIVATE_READS = {
+    ("GET", "/v2/store/order/{orderId}"),
+    ("GET", "/v2/store/order"),
+    ("GET", "/v2/webhooks"),
+    ("GET", "/v2/webhooks/{webhookId}/deliveries"),
+}
 
 
 def served_operations(app: web.Application) -> set[tuple[str, str]]:
@@ -61,7 +67,8 @@ async def test_every_served_operation_is_described_and_every_described_one_serve
     client: Client, documents: dict[str, dict[str, Any]], name: str
 ) -> None:
     served = served_operations(client.app)
-    assert len(served) == 23  # the classic twenty, PUT /store/order/{orderId}, GET /store/order and images
+    # the classic twenty, PUT /store/order/{orderId}, GET /store/order, images and the four of webhooks
+    assert len(served) == 27
     assert set(operations(documents[name])) == served
 
 
@@ -219,6 +226,12 @@ def test_paging_parameters_and_headers(documents: dict[str, dict[str, Any]]) -> 
 # The schemas follow the representations that the codecs use
 
 _TYPES = {Scalar.INT: "integer", Scalar.STR: "string", Scalar.BOOL: "boolean"}
+NOT_IN_DEFINITION = {
+    "User": {"password"},
+    "NewWebhook": {"id", "state", "disabledReason", "createdAt", "secret"},  # the service's to set
+}
+"""Fields of a representation that a definition leaves out: what the store never shows, or
+what a client does not send."""
 
 
 def _resolve(definitions: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
@@ -255,6 +268,9 @@ def _assert_follows(definitions: dict[str, Any], schema: dict[str, Any], shape: 
         ("User", USER),
         ("ApiResponse", API_RESPONSE),
         ("Inventory", INVENTORY),
+        ("Webhook", WEBHOOK),
+        ("NewWebhook", WEBHOOK),
+        ("WebhookDelivery", WEBHOOK_DELIVERY),
     ],
 )
 def test_definitions_follow_the_representations(
@@ -264,7 +280,7 @@ def test_definitions_follow_the_representations(
     schema = definitions[definition]
     assert schema["xml"]["name"] == document.root_tag
     if isinstance(document.shape, Obj):
-        expected = set(document.shape.fields) - ({"password"} if definition == "User" else set())
+        expected = set(document.shape.fields) - NOT_IN_DEFINITION.get(definition, set())
         assert set(schema["properties"]) == expected
     _assert_follows(definitions, schema, document.shape, definition)
 
@@ -301,6 +317,15 @@ def test_constraints_match_what_the_services_check(documents: dict[str, dict[str
     assert order["properties"]["shipDate"]["format"] == "date-time"
     assert definitions["NewUser"]["required"] == ["username", "email", "password"]
     assert "password" not in definitions["User"]["properties"]
+    webhook, new_webhook = definitions["Webhook"], definitions["NewWebhook"]
+    assert new_webhook["required"] == ["url", "eventTypes"]
+    for schema in (webhook, new_webhook, definitions["WebhookDelivery"]):
+        properties = schema["properties"]
+        event_types = (
+            properties["eventTypes"]["items"] if "eventTypes" in properties else properties["eventType"]
+        )
+        assert event_types["enum"] == list(EVENT_TYPES)
+    assert "secret" not in webhook["required"]
 
 
 @pytest.mark.parametrize(

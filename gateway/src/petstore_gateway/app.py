@@ -117,6 +117,7 @@ def _service_clients(signer: CallerSigner) -> Callable[[web.Application], AsyncI
             pet_addr=settings.pet_service_addr,
             order_addr=settings.order_service_addr,
             user_addr=settings.user_service_addr,
+            webhook_addr=settings.webhook_service_addr,
             signer=signer,
         ) as clients:
             app[CLIENTS] = clients

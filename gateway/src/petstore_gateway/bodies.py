@@ -38,11 +38,12 @@ from petstore_gateway.representations.shapes import (
     encode,
 )
 from petstore_gateway.representations.user import MAX_USERS_PER_REQUEST
+from petstore_gateway.representations.webhook import MAX_EVENT_TYPES
 
 T = TypeVar("T")
 
 
-MAX_BODY_ITEMS = max(MAX_PHOTO_URLS, MAX_TAGS, MAX_USERS_PER_REQUEST)
+MAX_BODY_ITEMS = max(MAX_PHOTO_URLS, MAX_TAGS, MAX_USERS_PER_REQUEST, MAX_EVENT_TYPES)
 """The longest list a valid body holds (createWithArray's users); objects have far fewer members."""
 BODY_BOUNDS = StructureBounds(
     # Twice the deepest document (Pet > tags > tag > name is 4 levels), for the extras classic

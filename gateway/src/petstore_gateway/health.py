@@ -10,7 +10,7 @@ from grpc_health.v1 import health_pb2
 
 from petstore_common.grpc_client import WRITES_HEALTH_SUFFIX, health_status, is_serving
 from petstore_gateway.bodies import respond_message
-from petstore_gateway.clients import SHORT_NAMES
+from petstore_gateway.clients import READINESS_SERVICES, SHORT_NAMES
 from petstore_gateway.errors import UNAVAILABLE_RETRY_AFTER, ApiError
 from petstore_gateway.keys import CLIENTS, SETTINGS
 
@@ -32,9 +32,11 @@ async def livez(request: web.Request) -> web.Response:
 
 @routes.get("/readyz")
 async def readyz(request: web.Request) -> web.Response:
-    """200 when all three services report SERVING, else 503 naming those that do not. A
-    service whose database refuses writes for lack of storage (its `<service>/writes` health
-    name NOT_SERVING) stays ready, since reads work, and is named in the message."""
+    """200 when the shop's services (pet, order, user) report SERVING, else 503 naming those that
+    do not. A service whose database refuses writes for lack of storage (its `<service>/writes`
+    health name NOT_SERVING) keeps the gateway ready, since reads work, and is named in the
+    message; so is the webhook service when it is not serving: only /v2/webhooks needs it, and
+    no order or pet waits for it (READINESS_SERVICES)."""
     channels = request.app[CLIENTS].channels
     names = list(channels)
     serving, writes = await asyncio.gather(
@@ -46,7 +48,8 @@ async def readyz(request: web.Request) -> web.Response:
             )
         ),
     )
-    not_ready = [SHORT_NAMES.get(name, name) for name, ok in zip(names, serving, strict=True) if not ok]
+    down = [name for name, ok in zip(names, serving, strict=True) if not ok]
+    not_ready = [SHORT_NAMES.get(name, name) for name in down if name in READINESS_SERVICES]
     if not_ready:
         raise ApiError(
             503,
@@ -58,8 +61,10 @@ async def readyz(request: web.Request) -> web.Response:
         for name, status in zip(names, writes, strict=True)
         if status == health_pb2.HealthCheckResponse.NOT_SERVING
     ]
+    notes = ["ready"]
     if refusing:
-        return respond_message(
-            request, f"ready; writes refused by the {', '.join(refusing)} service's database, reads work"
-        )
-    return respond_message(request, "ready")
+        notes.append(f"writes refused by the {', '.join(refusing)} service's database, reads work")
+    optional_down = [SHORT_NAMES.get(name, name) for name in down if name not in READINESS_SERVICES]
+    if optional_down:
+        notes.append(f"the {', '.join(optional_down)} service not serving (its operations answer 503)")
+    return respond_message(request, "; ".join(notes))

@@ -32,6 +32,8 @@ BODY_TIMEOUT_SECONDS = 10.0
 KEEPALIVE_TIMEOUT_SECONDS = 30.0
 MAX_BODY_BYTES = 1024 * 1024
 BODY_BUFFER_BYTES = 16 * MAX_BODY_BYTES
+DEFAULT_WEBHOOK_SERVICE_ADDR = "127.0.0.1:50054"
+"""The port after the user service's (50051 pet, 50052 order, 50053 user)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +101,9 @@ class GatewaySettings:
     """scheme://host[:port][/prefix] clients reach the gateway at, for the image URLs it stores
     in photoUrls; empty: each upload's own scheme and Host."""
     # -- Caller tokens (petstore_common.caller_tokens) --
+    webhook_service_addr: str = DEFAULT_WEBHOOK_SERVICE_ADDR
+    """Where the webhook service is: only /v2/webhooks calls it, and readiness does not wait for
+    it (webhooks are off the shop's critical path)."""
     caller_signing_key: str = field(default="", repr=False)
     """CALLER_SIGNING_KEY: the private key the gateway signs every gRPC call's caller token with
     (as the issuer "gateway"). Required to open channels to the services (create_app refuses to
@@ -123,6 +128,7 @@ class GatewaySettings:
             pet_service_addr=env_str(env, "PET_SERVICE_ADDR", "127.0.0.1:50051"),
             order_service_addr=env_str(env, "ORDER_SERVICE_ADDR", "127.0.0.1:50052"),
             user_service_addr=env_str(env, "USER_SERVICE_ADDR", "127.0.0.1:50053"),
+            webhook_service_addr=env_str(env, "WEBHOOK_SERVICE_ADDR", DEFAULT_WEBHOOK_SERVICE_ADDR),
             api_keys=env_list(env, "PETSTORE_API_KEYS"),
             session_keys=keys,
             grpc_timeout_seconds=env_float(env, "GRPC_TIMEOUT_SECONDS", 5.0, minimum=0.001),

@@ -18,6 +18,7 @@ from google.protobuf.message import Message
 from petstore.order.v1 import order_pb2, order_service_pb2
 from petstore.pet.v1 import pet_pb2, pet_service_pb2
 from petstore.user.v1 import user_pb2, user_service_pb2
+from petstore.webhook.v1 import webhook_service_pb2
 from petstore_common import formats
 from petstore_common.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from petstore_common.rules import enum_names, field_rules
@@ -30,6 +31,13 @@ from petstore_gateway.params import (
 from petstore_gateway.representations.order import DEFAULT_QUANTITY, DEFAULT_STATUS, ORDER_STATUSES
 from petstore_gateway.representations.pet import MAX_PHOTO_URLS, MAX_TAGS, PET_STATUSES
 from petstore_gateway.representations.user import MAX_USERS_PER_REQUEST
+from petstore_gateway.representations.webhook import (
+    ATTEMPT_OUTCOMES,
+    ENDPOINT_STATES,
+    EVENT_TYPE_RULES,
+    EVENT_TYPES,
+    URL_RULES,
+)
 
 _DEFAULT_STATUS_NAME = enum_names(order_pb2.OrderStatus)[DEFAULT_STATUS]
 
@@ -156,6 +164,92 @@ def user_schema(*, required: Sequence[str], password: bool, strict_email: bool, 
     return schema
 
 
+def _event_types(**extra: Any) -> Json:
+    return {
+        "type": "array",
+        "xml": {"wrapped": True},
+        "items": {
+            "type": "string",
+            "enum": list(EVENT_TYPES),
+            "maxLength": EVENT_TYPE_RULES.items.string.max_len,
+            "xml": {"name": "eventType"},
+        },
+        **extra,
+    }
+
+
+WEBHOOK_URL_NOTE = (
+    "An https URL whose host resolves to no private, loopback, link-local or otherwise reserved "
+    "address (unless the webhook service's WEBHOOK_ALLOWED_NETWORKS allows it)."
+)
+
+
+def webhook_definitions() -> Json:
+    """A webhook endpoint as registered and as shown, and one delivery attempt to it."""
+    return {
+        "NewWebhook": {
+            "type": "object",
+            "description": "An endpoint to register: where to POST which events (signed, Standard Webhooks).",
+            "required": ["url", "eventTypes"],
+            "properties": {
+                "url": {
+                    "type": "string",
+                    "minLength": URL_RULES.min_len,
+                    "maxLength": URL_RULES.max_len,
+                    "description": WEBHOOK_URL_NOTE,
+                },
+                "eventTypes": _event_types(
+                    minItems=EVENT_TYPE_RULES.min_items, maxItems=EVENT_TYPE_RULES.max_items
+                ),
+            },
+            "xml": {"name": "Webhook"},
+        },
+        "Webhook": {
+            "type": "object",
+            "description": "A registered endpoint.",
+            "required": ["id", "url", "eventTypes", "state"],
+            "properties": {
+                "id": int64(minimum=minimum(webhook_service_pb2.DeleteEndpointRequest, "id")),
+                "url": {"type": "string"},
+                "eventTypes": _event_types(),
+                "state": {
+                    "type": "string",
+                    "enum": list(ENDPOINT_STATES),
+                    "description": "disabled once a delivery failed past the retry limit: nothing "
+                    "more is sent to it",
+                },
+                "disabledReason": {"type": "string", "description": "Why it was disabled"},
+                "createdAt": {"type": "string", "format": "date-time"},
+                "secret": {
+                    "type": "string",
+                    "description": "The signing secret (whsec_...): only in the answer that "
+                    "registers the endpoint, never again",
+                },
+            },
+            "xml": {"name": "Webhook"},
+        },
+        "WebhookDelivery": {
+            "type": "object",
+            "description": "One attempt at delivering one event to the endpoint.",
+            "properties": {
+                "messageId": {
+                    "type": "string",
+                    "description": "The event's id, sent as webhook-id (the same on every attempt)",
+                },
+                "eventType": {"type": "string", "enum": list(EVENT_TYPES)},
+                "attempt": int32(minimum=1, description="1 for the first try of this event"),
+                "attemptedAt": {"type": "string", "format": "date-time"},
+                "outcome": {"type": "string", "enum": list(ATTEMPT_OUTCOMES)},
+                "responseStatus": int32(
+                    minimum=0, description="The endpoint's HTTP status; 0 when it answered none"
+                ),
+                "error": {"type": "string", "description": "What went wrong; empty when delivered"},
+            },
+            "xml": {"name": "WebhookDelivery"},
+        },
+    }
+
+
 def definitions() -> Json:
     return {
         "Category": id_and_name(pet_pb2.Category, "category", None),
@@ -255,6 +349,7 @@ def definitions() -> Json:
             "additionalProperties": int64(minimum=0),
             "xml": {"name": "inventory"},
         },
+        **webhook_definitions(),
     }
 
 
@@ -276,6 +371,9 @@ def path_id(name: str, what: str, minimum: int) -> Json:
 
 PET_ID = path_id("petId", "pet", minimum(pet_service_pb2.GetPetRequest, "id"))
 ORDER_ID = path_id("orderId", "order", minimum(order_service_pb2.GetOrderRequest, "id"))
+WEBHOOK_ID = path_id(
+    "webhookId", "webhook endpoint", minimum(webhook_service_pb2.DeleteEndpointRequest, "id")
+)
 USERNAME = {
     "name": "username",
     "in": "path",

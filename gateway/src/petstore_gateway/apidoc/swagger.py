@@ -165,8 +165,8 @@ services.
 - JSON or XML both ways: choose the answer with `Accept`, declare a body with `Content-Type`.
 - Callers: a static `api_key` is staff; the token `GET /user/login` returns, sent as `api_key`, \
 is that customer; no key is anonymous. Anyone reads the catalogue and signs up; only staff \
-change the catalogue; a customer places orders and sees and deletes only its own, and reads and \
-changes only its own account (others' accounts show their id and username only). \
+change the catalogue and manage webhooks; a customer places orders and sees and deletes only \
+its own, and reads and changes only its own account (others' accounts show their id and username only). \
 `Authorization: Bearer <the same credential>` works wherever `api_key` does; two headers naming \
 different credentials are a 400.
 - A body without `Content-Type` is read as JSON. Array query parameters may be repeated \
@@ -191,6 +191,7 @@ def build_swagger(operations: Iterable[Operation], *, max_body_bytes: int) -> Js
             {"name": "pet", "description": "Pets, their photos and their status"},
             {"name": "store", "description": "Orders and the inventory"},
             {"name": "user", "description": "Accounts and sessions"},
+            {"name": "webhook", "description": "Signed HTTP callbacks of order and pet events (staff)"},
         ],
         "paths": paths,
         "securityDefinitions": {name: dict(scheme) for name, scheme in SECURITY_DEFINITIONS.items()},
