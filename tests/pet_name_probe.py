@@ -35,6 +35,7 @@ async def probe(length: int) -> dict[str, Any]:
             pet_addr=stack.pet.address,
             order_addr=stack.order.address,
             user_addr=stack.user.address,
+            webhook_addr=settings.webhook_service_addr,  # not started here: nothing calls it
             signer=stack.gateway_signer,
         )
         try:

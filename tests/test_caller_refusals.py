@@ -1,7 +1,8 @@
 """The services believe a request's caller only when a caller token from a trusted deployable
 vouches for it: tried here as a compromised pod would, against the real servicers on real gRPC
-servers on loopback (the pet service trusts the gateway and the order service; the order and user
-services trust the gateway alone, as deployed)."""
+servers on loopback (the pet service trusts the gateway, the order service and the webhook service;
+the order service the gateway and the webhook service; the user service the gateway alone, as
+deployed)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from petstore.order.v1 import order_service_pb2, order_service_pb2_grpc
 from petstore.pet.v1 import pet_pb2, pet_service_pb2, pet_service_pb2_grpc
 from petstore.user.v1 import user_pb2, user_service_pb2, user_service_pb2_grpc
 from petstore_common import callers
-from petstore_common.caller_gate import GATEWAY, ORDER_SERVICE
+from petstore_common.caller_gate import GATEWAY, ORDER_SERVICE, WEBHOOK_SERVICE
 from petstore_common.caller_keys import generate
 from petstore_common.caller_testing import KEYS, signer, trusting_env
 from petstore_common.caller_tokens import BEARER, METADATA_KEY, CallerClaims, CallerSigner
@@ -91,14 +92,15 @@ async def stack(mode: str, passwords: Passwords) -> AsyncIterator[Stack]:
     async with AsyncExitStack() as cleanup:
         pet_store = MemoryPetStore()
         pet = await start_service(
-            pet_service.build_definition(pet_store), settings(mode, GATEWAY, ORDER_SERVICE)
+            pet_service.build_definition(pet_store), settings(mode, GATEWAY, ORDER_SERVICE, WEBHOOK_SERVICE)
         )
         cleanup.push_async_callback(pet.stop, None)
         directory = await cleanup.enter_async_context(
             grpc_pet_directory(f"127.0.0.1:{pet.port}", timeout_seconds=2, signer=signer(ORDER_SERVICE))
         )
         order = await start_service(
-            order_service.build_definition(MemoryOrderStore(), directory), settings(mode, GATEWAY)
+            order_service.build_definition(MemoryOrderStore(), directory),
+            settings(mode, GATEWAY, WEBHOOK_SERVICE),
         )
         cleanup.push_async_callback(order.stop, None)
         tokens = SessionTokens("caller-refusals-secret-" + "x" * 32, 60)
@@ -224,6 +226,62 @@ async def test_the_order_service_may_only_ask_the_pet_service_what_orders_need(s
     assert caught.value.code() == grpc.StatusCode.NOT_FOUND
 
 
+async def test_the_webhook_service_may_only_read_and_acknowledge_events(stack: Stack) -> None:
+    """A compromised webhook-service pod: its key opens the two event outboxes and nothing else,
+    for nobody, and the user service does not trust it at all."""
+    own = signer(WEBHOOK_SERVICE)
+    pet_request = pet_service_pb2.GetPetRequest(id=1)
+    create = order_service_pb2.CreateOrderRequest()
+    create.order.pet_id = 1
+    create.order.quantity = 1
+    forbidden: tuple[tuple[Any, Any, str], ...] = (
+        (stack.pets().GetPet, pet_request, PET),
+        (stack.pets().FindExistingPets, pet_service_pb2.FindExistingPetsRequest(ids=[1]), PET),
+        (stack.pets().ReservePet, pet_service_pb2.ReservePetRequest(pet_id=1, order_id=1), PET),
+        (stack.pets().DeletePet, pet_service_pb2.DeletePetRequest(id=1), PET),
+        (stack.orders().CreateOrder, create, ORDER),
+        (stack.orders().GetOrder, order_service_pb2.GetOrderRequest(id=1), ORDER),
+        (stack.orders().ListOrders, order_service_pb2.ListOrdersRequest(), ORDER),
+        (stack.orders().DeleteOrder, order_service_pb2.DeleteOrderRequest(id=1), ORDER),
+    )
+    for call, request, service in forbidden:
+        assert "may not call this method" in await refused(call, request, bearer(own.token(service)))
+    # Not on behalf of anybody, not even for the methods it may call.
+    allowed: tuple[tuple[Any, Any, str], ...] = (
+        (stack.orders().ReadOrderEvents, order_service_pb2.ReadOrderEventsRequest(), ORDER),
+        (stack.orders().AckOrderEvents, order_service_pb2.AckOrderEventsRequest(), ORDER),
+        (stack.pets().ReadPetEvents, pet_service_pb2.ReadPetEventsRequest(), PET),
+        (stack.pets().AckPetEvents, pet_service_pb2.AckPetEventsRequest(), PET),
+    )
+    for call, request, service in allowed:
+        for caller in (STAFF, ALICE):
+            token = own.token(service, CallerClaims.of(caller))
+            assert "on behalf of a caller" in await refused(call, request, bearer(token))
+    # A token for the order service does not open the pet service's outbox.
+    read_pets = pet_service_pb2.ReadPetEventsRequest()
+    assert "another service" in await refused(stack.pets().ReadPetEvents, read_pets, bearer(own.token(ORDER)))
+    # The user service does not trust its key.
+    user_request = user_service_pb2.GetUserRequest(username="alice")
+    assert "not trusted" in await refused(stack.users().GetUser, user_request, bearer(own.token(USER)))
+    # What it may do, it can: each outbox answers it (nothing recorded yet).
+    orders = await stack.orders().ReadOrderEvents(
+        order_service_pb2.ReadOrderEventsRequest(), metadata=bearer(own.token(ORDER)), timeout=5
+    )
+    pets = await stack.pets().ReadPetEvents(read_pets, metadata=bearer(own.token(PET)), timeout=5)
+    assert (list(orders.events), list(pets.events)) == ([], [])
+
+
+async def test_the_order_service_may_not_read_or_acknowledge_pet_events(stack: Stack) -> None:
+    """The order service may not read or acknowledge (and so erase) the pet service's events."""
+    own = signer(ORDER_SERVICE)
+    for call, request in (
+        (stack.pets().ReadPetEvents, pet_service_pb2.ReadPetEventsRequest()),
+        (stack.pets().AckPetEvents, pet_service_pb2.AckPetEventsRequest()),
+    ):
+        assert "may not call this method" in await refused(call, request, bearer(own.token(PET)))
+        await refused(call, request)  # and nobody without a token
+
+
 async def test_an_order_reaches_its_pet_through_the_order_services_own_signature(stack: Stack) -> None:
     pet = pet_pb2.Pet(name="Rex", photo_urls=["https://example.com/rex.png"])
     created = await stack.pets().CreatePet(
@@ -264,4 +322,5 @@ def test_every_service_refuses_to_start_trusting_no_key() -> None:
 
 
 def test_the_key_pairs_differ_per_issuer() -> None:
-    assert KEYS[GATEWAY].public != KEYS[ORDER_SERVICE].public
+    publics = {KEYS[issuer].public for issuer in (GATEWAY, ORDER_SERVICE, WEBHOOK_SERVICE)}
+    assert len(publics) == 3

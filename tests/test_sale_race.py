@@ -54,6 +54,7 @@ async def embedded_shop() -> AsyncIterator[tuple[str, PetStore, OrderStore]]:
             pet_addr=stack.pet.address,
             order_addr=stack.order.address,
             user_addr=stack.user.address,
+            webhook_addr=settings.webhook_service_addr,  # not started here: nothing calls it
             signer=stack.gateway_signer,
         )
         server = TestServer(create_app(settings, clients=clients), host="127.0.0.1")

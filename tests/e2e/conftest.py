@@ -13,7 +13,9 @@ Three modes, chosen by PETSTORE_E2E_MODE:
 Both container modes may put the stack behind its TLS proxy: PETSTORE_E2E_BASE_URL is then
 https and PETSTORE_E2E_CA the run's certificate (tests/e2e/tls.py); `make e2e-compose` and
 `make e2e-k8s` do, and tests/e2e/test_behind_proxy.py runs only then.
-The same tests run in all; `control` stops and starts one service in either.
+The same tests run in all; `control` stops and starts one service in either. In process mode the
+webhook tests' receivers (tests/e2e/webhooks.py) start before the stack, which trusts their
+certificates; in the container modes nothing there can reach them, and the delivery tests say so.
 
 Version skew (`make e2e-skew`): in process mode, PETSTORE_E2E_PREVIOUS names one deployable
 (`pet-service`, `order-service`, `user-service`, `gateway`) that runs its previous release
@@ -52,6 +54,7 @@ from tests.e2e.control import (
     StackControl,
     compose_unavailable_reason,
 )
+from tests.e2e.webhooks import WebhookReceivers, threaded_receivers
 
 STATIC_KEY = "e2e-static-key-0123456789"
 E2E_ENV = {
@@ -112,13 +115,25 @@ def control(request: pytest.FixtureRequest) -> StackControl:
 
 
 @pytest.fixture(scope="session")
-def process_control(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessControl]:
+def webhook_receivers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookReceivers]:
+    """The receivers of the webhook tests, on this host: started before the stack, whose webhook
+    service trusts their certificates (WEBHOOK_CA_FILE, read at start-up). Process mode only: a
+    webhook service in containers cannot reach this host's loopback."""
+    bundle = tmp_path_factory.mktemp("webhook-ca") / "receivers-ca.pem"
+    with threaded_receivers(bundle) as receivers:
+        yield receivers
+
+
+@pytest.fixture(scope="session")
+def process_control(
+    tmp_path_factory: pytest.TempPathFactory, webhook_receivers: WebhookReceivers
+) -> Iterator[ProcessControl]:
     stack = Stack(
         mongodb_uri=os.environ.get("MONGODB_URI", ""),
         api_keys=STATIC_KEY,
         database_prefix=f"e2e_{uuid.uuid4().hex[:8]}",
         log_dir=tmp_path_factory.mktemp("stack-logs"),
-        extra_env=E2E_ENV,
+        extra_env={**E2E_ENV, "WEBHOOK_CA_FILE": webhook_receivers.ca_file},
     )
     if PREVIOUS:
         run_previous_release(stack, DEPLOYABLES[PREVIOUS], tmp_path_factory.mktemp("previous-release"))
@@ -196,8 +211,9 @@ def compose_control(
     # The compose file refuses to start without its secrets; these exist for this run only.
     os.environ.setdefault("PETSTORE_API_KEYS", STATIC_KEY)
     os.environ.setdefault("PETSTORE_SESSION_SECRET", uuid.uuid4().hex + uuid.uuid4().hex)
-    for prefix, pair in (("GATEWAY", generate()), ("ORDER_SERVICE", generate())):
-        if not os.environ.get(f"{prefix}_CALLER_SIGNING_KEY"):  # deploy/compose/e2e.sh sets both
+    for prefix in ("GATEWAY", "ORDER_SERVICE", "WEBHOOK_SERVICE"):  # each issuer's own pair
+        pair = generate()
+        if not os.environ.get(f"{prefix}_CALLER_SIGNING_KEY"):  # deploy/compose/e2e.sh sets them
             os.environ[f"{prefix}_CALLER_SIGNING_KEY"] = pair.seed
             os.environ[f"{prefix}_CALLER_PUBLIC_KEY"] = pair.public
     os.environ.setdefault("GATEWAY_PUBLISH", "127.0.0.1:18080")
