@@ -5,14 +5,14 @@ SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
-PROJECTS := common devstack pet-service order-service user-service gateway bench
+PROJECTS := common devstack pet-service order-service user-service webhook-service gateway bench
 # Each project's tests are a package named after it (pet-service/pet_service_tests), so one
 # pytest run, and one mypy run, covers them all; tests/ is the repository's own suite.
 TEST_PACKAGES := $(foreach project,$(PROJECTS) deploy,$(project)/$(subst -,_,$(project))_tests)
 PACKAGES := protos/python $(PROJECTS)
 # What running needs: the stack and its runner (tests/test_requirements.py keeps the list and
 # requirements/run.lock in step).
-RUN_PACKAGES := protos/python common devstack pet-service order-service user-service gateway
+RUN_PACKAGES := protos/python common devstack pet-service order-service user-service webhook-service gateway
 RUN_SOURCES := protos/python $(addsuffix /src,$(filter-out protos/python,$(RUN_PACKAGES)))
 INSTALLED := $(VENV)/.installed
 RUN_INSTALLED := $(VENV)/.run-installed
@@ -46,10 +46,11 @@ help:
 	@echo "make bench-growth - each operation's cost at 1k, 10k and 100k pets, both stores (at most ~30 min)"
 	@echo "make aiohttp-next - the connection guards' tests against the newest aiohttp on PyPI (AIOHTTP=x.y.z:"
 	@echo "                    that release; ~20 s of tests after the download; not in make test: needs PyPI)"
-	@echo "make e2e-skew     - the e2e suite four times, each with one deployable at its previous release (two at once)"
+	@echo "make e2e-skew     - the e2e suite four times, each with one deployable at its previous release (two at once;"
+	@echo "                    the webhook service, never released yet, has none)"
 	@echo "make e2e-compose  - the e2e suite against docker-compose.yml (Docker engine; root to install one)"
 	@echo "make e2e-k8s      - the e2e suite through a single-node k3s (root)"
-	@echo "make images       - the four images, tagged <version> and <version>-<commit> (SERVICE=pet-service:"
+	@echo "make images       - the five images, tagged <version> and <version>-<commit> (SERVICE=pet-service:"
 	@echo "                    one team's; PREVIOUS=1: the previous releases; REGISTRY=host/path: named"
 	@echo "                    <REGISTRY>/<image> instead of petstore/<image>, ready to docker push; pushes nothing)"
 	@echo "make clean        - remove .venv and the caches (.cache holds FerretDB and other builds)"
@@ -63,8 +64,8 @@ $(RUN_INSTALLED): requirements/run.lock $(addsuffix /pyproject.toml,$(RUN_PACKAG
 	@echo "== installing what running needs into $(VENV) (first time only; requirements/run.lock)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) --no-compile --no-deps -r requirements/run.lock
-	@# Our own packages by path, as an editable install would put them, without building seven
-	@# wheels in seven isolated build environments (a minute); `make install` installs them properly.
+	@# Our own packages by path, as an editable install would put them, without building eight
+	@# wheels in eight isolated build environments (a minute); `make install` installs them properly.
 	printf '%s\n' $(abspath $(RUN_SOURCES)) \
 	  > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/petstore-run.pth"
 	touch $@
@@ -140,7 +141,8 @@ e2e: ferretdb
 	  $(PY) -m petstore_devstack.test_runs --env MONGODB_URI= $(EMBEDDED_E2E) || failed="$$failed embedded-e2e"; \
 	  if [ -n "$$failed" ]; then echo "pytest failed in:$$failed"; exit 1; fi'
 
-# Version skew: the e2e suite once per deployable, that one at its previous release
+# Version skew: the e2e suite once per released deployable (a new one, `unreleased` in
+# deploy/releases.toml, has no previous release), that one at its previous release
 # (deploy/releases.toml, petstore_devstack.releases) and the others from the working tree,
 # processes on FerretDB, two runs at a time (a run keeps one of the two cores ~86% busy: the
 # suite mostly waits on the stack it drives); every run goes, then the failed ones are named.
@@ -152,7 +154,7 @@ SKEW_JOBS ?= 2
 e2e-skew: ferretdb
 	$(PY) -m petstore_devstack.releases check
 	$(PY) -m petstore_devstack.ferretdb with --sqlite -- $(PY) -m petstore_devstack.test_runs \
-	  --jobs $(SKEW_JOBS) --each PETSTORE_E2E_PREVIOUS=$$($(PY) -m petstore_devstack.releases names | paste -sd,) tests/e2e
+	  --jobs $(SKEW_JOBS) --each PETSTORE_E2E_PREVIOUS=$$($(PY) -m petstore_devstack.releases names --released | paste -sd,) tests/e2e
 
 # The same e2e suite and the container fault tests against the docker-compose.yml stack, on
 # the host's Docker engine, or on one it installs (root, apt) and starts for the run and
@@ -169,7 +171,7 @@ e2e-k8s: ferretdb
 	deploy/k8s/e2e.sh
 
 # Each deployable's image, tagged with its version (its pyproject.toml) and version-commit;
-# SERVICE=<pet-service|order-service|user-service|gateway> builds one team's (deploy/images.sh).
+# SERVICE=<pet-service|order-service|user-service|webhook-service|gateway> builds one team's (deploy/images.sh).
 images: install-run
 	deploy/images.sh
 

@@ -11,7 +11,7 @@
 #      `docker compose config -q` accepts it with the secrets and the callers' keys set (alone,
 #      with the FerretDB override of deploy/compose, and with the TLS proxy's override), and
 #      refuses it without any one of them
-#   4. hadolint on the four Dockerfiles and the TLS proxy's (.hadolint.yaml if present)
+#   4. hadolint on the five Dockerfiles and the TLS proxy's (.hadolint.yaml if present)
 #   5. pytest deploy/deploy_tests: policy tests on the rendered manifests, compose file, Dockerfiles
 #
 # Needs: the project's .venv (make install), and either kubectl (for `kubectl kustomize`) or
@@ -33,6 +33,7 @@ K8S_DIRS=(
   deploy/k8s/base/pet-service
   deploy/k8s/base/order-service
   deploy/k8s/base/user-service
+  deploy/k8s/base/webhook-service
   deploy/k8s/base/mongodb
   deploy/k8s/base/network-policies
   deploy/k8s/overlays/dev
@@ -42,7 +43,7 @@ K8S_DIRS=(
   deploy/k8s/examples/traefik
 )
 DOCKERFILES=(gateway/Dockerfile pet-service/Dockerfile order-service/Dockerfile user-service/Dockerfile
-  deploy/docker/tls-proxy/Dockerfile)
+  webhook-service/Dockerfile deploy/docker/tls-proxy/Dockerfile)
 
 step() { printf '\n==> %s\n' "$*"; }
 ok() { printf '    ok: %s\n' "$*"; }
@@ -108,12 +109,14 @@ ok "schema (deploy/schemas/compose-spec.json)"
 : >"$OUT/empty.env"
 # What the file requires (secrets and the callers' public keys), with placeholder values.
 REQUIRED_VARS=(PETSTORE_SESSION_SECRET PETSTORE_API_KEYS GATEWAY_CALLER_SIGNING_KEY GATEWAY_CALLER_PUBLIC_KEY
-  ORDER_SERVICE_CALLER_SIGNING_KEY ORDER_SERVICE_CALLER_PUBLIC_KEY)
+  ORDER_SERVICE_CALLER_SIGNING_KEY ORDER_SERVICE_CALLER_PUBLIC_KEY
+  WEBHOOK_SERVICE_CALLER_SIGNING_KEY WEBHOOK_SERVICE_CALLER_PUBLIC_KEY)
 UNSET=()
 for var in "${REQUIRED_VARS[@]}"; do UNSET+=(-u "$var"); done
 PLACEHOLDERS=(PETSTORE_SESSION_SECRET=placeholder-secret-placeholder-secret-0123 PETSTORE_API_KEYS=placeholder-key
   GATEWAY_CALLER_SIGNING_KEY=placeholder-gateway-seed GATEWAY_CALLER_PUBLIC_KEY=placeholder-gateway-public
-  ORDER_SERVICE_CALLER_SIGNING_KEY=placeholder-order-seed ORDER_SERVICE_CALLER_PUBLIC_KEY=placeholder-order-public)
+  ORDER_SERVICE_CALLER_SIGNING_KEY=placeholder-order-seed ORDER_SERVICE_CALLER_PUBLIC_KEY=placeholder-order-public
+  WEBHOOK_SERVICE_CALLER_SIGNING_KEY=placeholder-webhook-seed WEBHOOK_SERVICE_CALLER_PUBLIC_KEY=placeholder-webhook-public)
 env "${UNSET[@]}" "${PLACEHOLDERS[@]}" \
   "${COMPOSE[@]}" --env-file "$OUT/empty.env" -f docker-compose.yml config -q ||
   die "\`compose config\` rejects docker-compose.yml"

@@ -7,9 +7,10 @@
 #
 # (`-dirty` after the commit when the deployable's shipped files have uncommitted changes).
 # SERVICE (or the arguments): one of `python -m petstore_devstack.releases names` (pet-service,
-# order-service, user-service, gateway); default all.
+# order-service, user-service, webhook-service, gateway); default all.
 # PREVIOUS=1: build each one's previous release instead (deploy/releases.toml), from the
-# repository at its commit, tagged the same way with its version and commit.
+# repository at its commit, tagged the same way with its version and commit; default all that
+# have one (`names --released`: a new deployable, never released, has none).
 # REGISTRY=registry.example.com/petstore: name the images <REGISTRY>/pet-service:... instead
 # of petstore/pet-service:... (then `docker push` them; deploy/k8s/README.md).
 # Prints every image:tag it built, one per line, on stdout; talks on stderr. Needs a Docker
@@ -20,7 +21,11 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PY="${PY:-$ROOT/.venv/bin/python}"
 REGISTRY="${REGISTRY:-petstore}"
-mapfile -t ALL < <("$PY" -m petstore_devstack.releases names)
+previous=()
+[[ "${PREVIOUS:-0}" == 1 ]] && previous=(--previous)
+released=()
+[[ "${PREVIOUS:-0}" == 1 ]] && released=(--released)
+mapfile -t ALL < <("$PY" -m petstore_devstack.releases names "${released[@]}")
 say() { printf 'images: %s\n' "$*" >&2; }
 die() {
   say "FAILED: $*"
@@ -35,8 +40,6 @@ for deployable in "${deployables[@]}"; do
   [[ " ${ALL[*]} " == *" $deployable "* ]] || die "unknown deployable '$deployable': one of ${ALL[*]}"
 done
 command -v docker >/dev/null || die "no docker command: this needs a Docker engine"
-previous=()
-[[ "${PREVIOUS:-0}" == 1 ]] && previous=(--previous)
 
 for deployable in "${deployables[@]}"; do
   read -r version tag commit < <("$PY" -m petstore_devstack.releases tags "${previous[@]}" "$deployable")

@@ -25,6 +25,7 @@ RUN_PROJECTS = (
     "pet-service",
     "order-service",
     "user-service",
+    "webhook-service",
     "gateway",
 )
 """The projects `make run` installs (the Makefile's RUN_PACKAGES): the stack and its runner."""

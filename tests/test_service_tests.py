@@ -10,9 +10,14 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SERVICES = {"pet-service": "petstore_pet", "order-service": "petstore_order", "user-service": "petstore_user"}
+SERVICES = {
+    "pet-service": "petstore_pet",
+    "order-service": "petstore_order",
+    "user-service": "petstore_user",
+    "webhook-service": "petstore_webhook",
+}
 IN_PROCESS_STACK = "petstore_devstack.inprocess"
-"""Imports all three services."""
+"""Imports the services."""
 
 
 def imported_modules(path: Path) -> set[str]:

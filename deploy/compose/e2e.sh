@@ -7,11 +7,11 @@
 #                 end by its PID, also on failure (deploy/compose/engine.sh)
 #   2. compose    the docker CLI's compose plugin, or Compose built once into .cache/deploy-tools
 #   3. images     the Python base image and MongoDB pulled, or built offline as stand-ins
-#                 (deploy/compose/images.sh), then the four images from their Dockerfiles
+#                 (deploy/compose/images.sh), then the five images from their Dockerfiles
 #   4. tls        the TLS proxy's image (nginx from Debian, deploy/docker/tls-proxy/build.sh)
 #                 and a certificate made for this run (cert.sh); the stack runs behind it
 #                 (deploy/compose/tls.yml): the gateway's own port is published nowhere
-#   5. suite      pytest brings the stack up (two replicas of each gRPC service), waits for
+#   5. suite      pytest brings the stack up (two replicas of each gRPC service, one webhook service), waits for
 #                 health, runs the tests through the proxy published on 127.0.0.1:443 (https,
 #                 trusting only this run's certificate), then the proxy's own tests
 #                 (tests/e2e/test_behind_proxy.py), and takes the stack down
@@ -36,7 +36,7 @@ export PETSTORE_COMPOSE_PROJECT="$PROJECT"
 export PETSTORE_API_KEYS="${PETSTORE_API_KEYS:-e2e-static-key-0123456789}"
 export PETSTORE_SESSION_SECRET="${PETSTORE_SESSION_SECRET:-$(head -c 36 /dev/urandom | base64 | tr -d '\n/+=')}"
 export GATEWAY_PUBLISH="${GATEWAY_PUBLISH:-127.0.0.1:18080}"
-# The callers' key pairs (gateway, order service) for this run: each signs its gRPC calls, the
+# The callers' key pairs (gateway, order service, webhook service) for this run: each signs its gRPC calls, the
 # services trust the public keys (docker-compose.yml). petstore_common.caller_keys makes a pair.
 caller_key_pair() { # PREFIX: exports PREFIX_CALLER_SIGNING_KEY and PREFIX_CALLER_PUBLIC_KEY
   local pair
@@ -46,6 +46,7 @@ caller_key_pair() { # PREFIX: exports PREFIX_CALLER_SIGNING_KEY and PREFIX_CALLE
 }
 [[ -n "${GATEWAY_CALLER_SIGNING_KEY:-}" ]] || caller_key_pair GATEWAY
 [[ -n "${ORDER_SERVICE_CALLER_SIGNING_KEY:-}" ]] || caller_key_pair ORDER_SERVICE
+[[ -n "${WEBHOOK_SERVICE_CALLER_SIGNING_KEY:-}" ]] || caller_key_pair WEBHOOK_SERVICE
 # A replica that comes back is found by its callers when their connections age out: 5 s
 # rather than the default 30 s keeps the rolling-restart test short.
 export GRPC_MAX_CONNECTION_AGE_SECONDS="${GRPC_MAX_CONNECTION_AGE_SECONDS:-5}"

@@ -31,7 +31,7 @@ die() {
 
 PYTHON_IMAGE="$(sed -n 's/^ARG PYTHON_IMAGE=//p' gateway/Dockerfile)"
 [[ -n "$PYTHON_IMAGE" ]] || die "gateway/Dockerfile has no ARG PYTHON_IMAGE default"
-for dockerfile in pet-service/Dockerfile order-service/Dockerfile user-service/Dockerfile; do
+for dockerfile in pet-service/Dockerfile order-service/Dockerfile user-service/Dockerfile webhook-service/Dockerfile; do
   grep -qx "ARG PYTHON_IMAGE=$PYTHON_IMAGE" "$dockerfile" || die "$dockerfile names another PYTHON_IMAGE"
 done
 MONGO_IMAGE="$("$PY" -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["services"]["mongo"]["image"])' docker-compose.yml)"

@@ -20,10 +20,22 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 K8S = REPO / "deploy" / "k8s"
-BASES = ("gateway", "pet-service", "order-service", "user-service", "mongodb", "network-policies")
+BASES = (
+    "gateway",
+    "pet-service",
+    "order-service",
+    "user-service",
+    "webhook-service",
+    "mongodb",
+    "network-policies",
+)
 OVERLAYS = ("dev", "prod")
-SERVICES = ("pet-service", "order-service", "user-service")
+SERVICES = ("pet-service", "order-service", "user-service", "webhook-service")
 APPS = ("gateway", *SERVICES)
+SINGLE_REPLICA = ("webhook-service",)
+"""Exactly one pod, never two at once (it orders each endpoint's deliveries): no HPA, no PDB."""
+SCALED = tuple(app for app in APPS if app not in SINGLE_REPLICA)
+"""Replicas owned by an HPA, a PDB for drains; two replicas in compose."""
 PROD_SETTINGS = dict(
     line.split("=", 1)
     for line in (K8S / "overlays" / "prod" / "settings.env").read_text().splitlines()

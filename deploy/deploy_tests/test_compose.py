@@ -6,12 +6,14 @@ import re
 
 import yaml
 
+from petstore_common.caller_keys import generate
 from petstore_devstack.ferretdb import VERSION as FERRETDB_VERSION
 from petstore_devstack.releases import DEPLOYABLES
 from petstore_devstack.signing import SIGNER_PROCESSES, TRUSTED_ISSUERS
 from petstore_gateway.settings import GatewaySettings
+from petstore_webhook.settings import WebhookSettings
 
-from .support import REPO, SERVICES, ComposeLoader, Doc
+from .support import REPO, SERVICES, SINGLE_REPLICA, ComposeLoader, Doc
 
 SECRET_VARS = ("PETSTORE_SESSION_SECRET", "PETSTORE_API_KEYS")
 REQUIRED = re.compile(r"^\$\{(?P<name>[A-Z_]+):\?[^}]+\}$")
@@ -40,10 +42,20 @@ GATEWAY_TUNABLES = (
 )
 """The gateway settings a deployer may set in .env (the rest are fixed by the file: ports,
 addresses, GRACE_SECONDS below stop_grace_period)."""
+WEBHOOK_TUNABLES = (
+    "WEBHOOK_ALLOWED_NETWORKS",
+    "WEBHOOK_MAX_ATTEMPTS",
+    "WEBHOOK_RETRY_BASE_SECONDS",
+    "WEBHOOK_RETRY_MAX_SECONDS",
+    "WEBHOOK_TIMEOUT_SECONDS",
+    "WEBHOOK_POLL_SECONDS",
+)
+"""The webhook service's settings a deployer may set in .env."""
 DATABASES = {
     "pet-service": "petstore_pet",
     "order-service": "petstore_order",
     "user-service": "petstore_user",
+    "webhook-service": "petstore_webhook",
 }
 
 
@@ -61,7 +73,10 @@ def test_dependencies_wait_for_healthy(compose: Doc) -> None:
         "pet-service": {"mongo"},
         "order-service": {"mongo", "pet-service"},
         "user-service": {"mongo"},
-        "gateway": set(SERVICES),
+        # Reads the pet and order services' outboxes.
+        "webhook-service": {"mongo", "pet-service", "order-service"},
+        # Not the webhook service: webhooks are off the shop's critical path.
+        "gateway": {"pet-service", "order-service", "user-service"},
     }
     for name, service in compose["services"].items():
         depends = service.get("depends_on", {})
@@ -155,17 +170,25 @@ def test_only_the_gateway_publishes_a_port(compose: Doc) -> None:
 
 
 def test_grpc_services_run_two_replicas_reached_by_dns_round_robin(compose: Doc) -> None:
-    """Docker's DNS answers a service name with every replica; callers use dns:/// targets."""
+    """Docker's DNS answers a service name with every replica; callers use dns:/// targets.
+    The webhook service runs one: its worker per endpoint orders that endpoint's deliveries."""
     for name in SERVICES:
         service = compose["services"][name]
-        assert service["deploy"]["replicas"] == 2, name
+        assert service["deploy"]["replicas"] == (1 if name in SINGLE_REPLICA else 2), name
         assert "container_name" not in service, name  # would forbid a second replica
         age = service["environment"]["GRPC_MAX_CONNECTION_AGE_SECONDS"]
         assert age == "${GRPC_MAX_CONNECTION_AGE_SECONDS:-30}", name
-    ports = {"PET_SERVICE_ADDR": 50051, "ORDER_SERVICE_ADDR": 50052, "USER_SERVICE_ADDR": 50053}
+    ports = {
+        "PET_SERVICE_ADDR": 50051,
+        "ORDER_SERVICE_ADDR": 50052,
+        "USER_SERVICE_ADDR": 50053,
+        "WEBHOOK_SERVICE_ADDR": 50054,
+    }
     gateway = compose["services"]["gateway"]["environment"]
     order = compose["services"]["order-service"]["environment"]
-    for env, names in ((gateway, ports), (order, {"PET_SERVICE_ADDR": 50051})):
+    webhook = compose["services"]["webhook-service"]["environment"]
+    outboxes = {"PET_SERVICE_ADDR": 50051, "ORDER_SERVICE_ADDR": 50052}
+    for env, names in ((gateway, ports), (order, {"PET_SERVICE_ADDR": 50051}), (webhook, outboxes)):
         for var, port in names.items():
             service = var.removesuffix("_SERVICE_ADDR").lower() + "-service"
             assert env[var] == f"dns:///{service}:{port}", var
@@ -198,6 +221,20 @@ def test_the_gateway_takes_every_tunable_setting_from_env_with_its_own_default(c
         defaults[name] = match["default"]
     required = {"PETSTORE_SESSION_SECRET": "s" * 32}
     assert GatewaySettings.from_env({**required, **defaults}) == GatewaySettings.from_env(required)
+
+
+def test_the_webhook_service_takes_its_tunable_settings_from_env_with_its_own_defaults(compose: Doc) -> None:
+    """As the gateway's: every default written out changes nothing; no private network is
+    allowed unless the deployer says so."""
+    env = compose["services"]["webhook-service"]["environment"]
+    defaults = {}
+    for name in WEBHOOK_TUNABLES:
+        match = FROM_ENV_FILE.match(str(env.get(name)))
+        assert match, f"webhook-service: {name} must be ${{{name}:-<default>}}, got {env.get(name)!r}"
+        defaults[name] = match["default"]
+    assert defaults["WEBHOOK_ALLOWED_NETWORKS"] == ""
+    required = {"CALLER_SIGNING_KEY": generate().seed}
+    assert WebhookSettings.from_env({**required, **defaults}) == WebhookSettings.from_env(required)
 
 
 def test_previous_session_secrets_reach_both_processes_that_read_tokens(compose: Doc) -> None:

@@ -1,4 +1,4 @@
-"""The four Dockerfiles and the build context (.dockerignore)."""
+"""The five Dockerfiles and the build context (.dockerignore)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ MODULES = {
     "pet-service": "petstore_pet",
     "order-service": "petstore_order",
     "user-service": "petstore_user",
+    "webhook-service": "petstore_webhook",
 }
 
 

@@ -15,7 +15,9 @@ from .support import (
     OVERLAYS,
     PROD_SETTINGS,
     REPO,
+    SCALED,
     SERVICES,
+    SINGLE_REPLICA,
     ComposeLoader,
     Doc,
     containers,
@@ -30,7 +32,7 @@ from .support import (
 RENDERS = [f"base/{name}" for name in BASES] + [f"overlays/{name}" for name in OVERLAYS]
 WORKLOAD_RENDERS = [r for r in RENDERS if not r.endswith("network-policies")]
 SECRET_ENV = ("PETSTORE_API_KEYS", "PETSTORE_SESSION_SECRET", "MONGODB_URI", "CALLER_SIGNING_KEY")
-GRPC_PORTS = {"pet-service": 50051, "order-service": 50052, "user-service": 50053}
+GRPC_PORTS = {"pet-service": 50051, "order-service": 50052, "user-service": 50053, "webhook-service": 50054}
 
 
 def test_every_folder_has_a_kustomization() -> None:
@@ -42,10 +44,28 @@ def test_every_folder_has_a_kustomization() -> None:
 def test_each_team_folder_renders_a_complete_set(app: str) -> None:
     """`kubectl apply -k deploy/k8s/base/<app>` alone gives the team everything it runs."""
     kinds = {doc["kind"] for doc in rendered(f"base/{app}")}
-    expected = {"Deployment", "Service", "ServiceAccount", "ConfigMap", "PodDisruptionBudget"}
-    assert expected | {"HorizontalPodAutoscaler"} <= kinds
+    expected = {"Deployment", "Service", "ServiceAccount", "ConfigMap"}
+    assert expected <= kinds
+    scaled = {"PodDisruptionBudget", "HorizontalPodAutoscaler"}
+    assert (scaled <= kinds) if app in SCALED else not (scaled & kinds), app
     if app == "gateway":
         assert "Ingress" in kinds
+
+
+@pytest.mark.parametrize(
+    "render", [f"base/{app}" for app in SINGLE_REPLICA] + [f"overlays/{o}" for o in OVERLAYS]
+)
+def test_the_webhook_service_runs_exactly_one_pod_never_two_at_once(render: str) -> None:
+    """Its worker per endpoint orders that endpoint's deliveries: a second pod would send them
+    again, out of order. Recreate stops the old pod before the new one starts (a rolling
+    update runs both for a while); nothing may scale it."""
+    docs = rendered(render)
+    for app in SINGLE_REPLICA:
+        (deployment,) = [d for d in of_kind(docs, "Deployment") if name_of(d) == app]
+        assert deployment["spec"]["replicas"] == 1, render
+        assert deployment["spec"]["strategy"] == {"type": "Recreate"}, render
+        scaling = of_kind(docs, "HorizontalPodAutoscaler") + of_kind(docs, "PodDisruptionBudget")
+        assert not [d for d in scaling if name_of(d) == app], render
 
 
 def test_mongodb_folder_is_a_statefulset_with_storage_and_headless_service() -> None:
@@ -194,6 +214,10 @@ def test_secret_references_per_app() -> None:
         },
         "pet-service": {("pet-service-mongodb", "uri")},
         "order-service": {("order-service-mongodb", "uri"), ("order-service-caller-key", "signing-key")},
+        "webhook-service": {
+            ("webhook-service-mongodb", "uri"),
+            ("webhook-service-caller-key", "signing-key"),
+        },
         "user-service": {
             ("user-service-mongodb", "uri"),
             ("petstore-session", "session-secret"),
@@ -300,6 +324,8 @@ def test_hpas_and_pdbs_target_existing_workloads(render: str) -> None:
         assert any(selects(pdb["spec"]["selector"], pod_labels(w)) for w in workloads(docs)), name_of(pdb)
     scaled = {hpa["spec"]["scaleTargetRef"]["name"] for hpa in of_kind(docs, "HorizontalPodAutoscaler")}
     for deployment in of_kind(docs, "Deployment"):
+        if name_of(deployment) in SINGLE_REPLICA:
+            continue  # test_the_webhook_service_runs_exactly_one_pod_never_two_at_once
         assert name_of(deployment) in scaled, f"{name_of(deployment)} has no HPA"
         # The HPA owns the count; a replicas field would undo its scaling on every apply.
         assert "replicas" not in deployment["spec"], name_of(deployment)
@@ -366,11 +392,15 @@ def test_service_addresses_point_at_services_in_the_render(overlays: dict[str, l
         services = {name_of(s): {p["port"] for p in s["spec"]["ports"]} for s in of_kind(docs, "Service")}
         gateway = _config(docs, "gateway")
         order = _config(docs, "order-service")
+        webhook = _config(docs, "webhook-service")
         for addr in (
             gateway["PET_SERVICE_ADDR"],
             gateway["ORDER_SERVICE_ADDR"],
             gateway["USER_SERVICE_ADDR"],
+            gateway["WEBHOOK_SERVICE_ADDR"],
             order["PET_SERVICE_ADDR"],
+            webhook["PET_SERVICE_ADDR"],
+            webhook["ORDER_SERVICE_ADDR"],
         ):
             # dns:///: the channel resolves every pod behind the (headless) name.
             assert addr.startswith("dns:///"), addr

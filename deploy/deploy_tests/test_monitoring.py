@@ -46,4 +46,4 @@ def test_the_component_renders_a_service_monitor_for_every_metrics_port() -> Non
         if selector.items() <= s["metadata"]["labels"].items()
         and any(port["name"] == monitor["spec"]["endpoints"][0]["port"] for port in s["spec"]["ports"])
     ]
-    assert sorted(scraped) == ["gateway", "order-service", "pet-service", "user-service"]
+    assert sorted(scraped) == ["gateway", "order-service", "pet-service", "user-service", "webhook-service"]

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
 
 from .support import (
@@ -20,18 +22,40 @@ from .support import (
 # Who may open connections to whom (in-namespace pods), as designed.
 EXPECTED_INGRESS = {
     "gateway": set(),  # only from the Ingress controller's namespace (checked separately)
-    "pet-service": {"gateway", "order-service"},
-    "order-service": {"gateway"},
+    "pet-service": {"gateway", "order-service", "webhook-service"},
+    "order-service": {"gateway", "webhook-service"},
     "user-service": {"gateway"},
-    "mongodb": {"pet-service", "order-service", "user-service", "mongodb"},
+    "webhook-service": {"gateway"},
+    "mongodb": {"pet-service", "order-service", "user-service", "webhook-service", "mongodb"},
 }
 EXPECTED_EGRESS = {
-    "gateway": {"pet-service", "order-service", "user-service"},
+    "gateway": {"pet-service", "order-service", "user-service", "webhook-service"},
     "pet-service": {"mongodb"},
     "order-service": {"mongodb", "pet-service"},
     "user-service": {"mongodb"},
+    "webhook-service": {"mongodb", "pet-service", "order-service"},
     "mongodb": {"mongodb"},
 }
+DELIVERIES = {("webhook-service", "0.0.0.0/0", 443), ("webhook-service", "::/0", 443)}
+"""The only way out of the cluster besides the prod database: webhooks, over https."""
+NOT_PUBLIC = [
+    ipaddress.ip_address(address)
+    for address in (
+        "10.0.0.1",  # the usual pod and service networks
+        "172.16.0.1",
+        "192.168.1.1",
+        "100.64.0.1",  # carrier-grade NAT, some clusters' pod network
+        "127.0.0.1",
+        "169.254.169.254",  # the cloud's metadata service
+        "0.0.0.0",
+        "224.0.0.1",
+        "::1",
+        "fd00::1",
+        "fe80::1",
+        "::ffff:10.0.0.1",
+        "ff02::1",
+    )
+]
 
 
 @pytest.fixture(scope="module", params=["dev", "prod"])
@@ -143,8 +167,35 @@ def test_every_pod_may_resolve_dns_and_only_the_services_reach_the_prod_database
                     dns_ports |= {(p["protocol"], p["port"]) for p in rule["ports"]}
     assert dns_ports == {("UDP", 53), ("TCP", 53)}
     database = (PROD_SETTINGS["MONGODB_CIDR"], int(PROD_SETTINGS["MONGODB_PORT"]))
-    services = {"pet-service", "order-service", "user-service"}
-    assert outside == (set() if overlay == "dev" else {(app, *database) for app in services})
+    services = {"pet-service", "order-service", "user-service", "webhook-service"}
+    assert outside == DELIVERIES | (set() if overlay == "dev" else {(app, *database) for app in services})
+
+
+def test_webhook_deliveries_reach_no_private_loopback_link_local_or_cluster_address(docs: list[Doc]) -> None:
+    """Beside the service's own refusal of such endpoints (at registration and at every
+    connection), the policy lets deliveries out to public addresses only: a rebinding that got
+    past the service still reaches no pod, node or metadata service."""
+    blocks = [
+        peer["ipBlock"]
+        for policy in _policies(docs)
+        if selected_apps(policy["spec"]["podSelector"], docs) == {"webhook-service"}
+        for rule in policy["spec"].get("egress", [])
+        for peer in rule.get("to", [])
+        if "ipBlock" in peer
+    ]
+    assert {block["cidr"] for block in blocks} == {"0.0.0.0/0", "::/0"}
+
+    def allowed(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+        return any(
+            address in ipaddress.ip_network(block["cidr"])
+            and not any(address in ipaddress.ip_network(cut) for cut in block.get("except", []))
+            for block in blocks
+            if ipaddress.ip_network(block["cidr"]).version == address.version
+        )
+
+    assert [address for address in NOT_PUBLIC if allowed(address)] == []
+    assert allowed(ipaddress.ip_address("93.184.215.14"))  # a public address: the point of the rule
+    assert allowed(ipaddress.ip_address("2606:2800:21f:cb07:6820:80da:af6b:8b2c"))
 
 
 def test_workloads_are_labelled_for_the_policies(docs: list[Doc], overlay: str) -> None:

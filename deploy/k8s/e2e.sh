@@ -7,7 +7,7 @@
 #                 (reused when present), and its containerd template (restrict_oom_score_adj)
 #   3. engine     a Docker engine (deploy/compose/engine.sh), to build images; stopped right
 #                 after when this run started it
-#   4. images     pause (pause.c) and CoreDNS v1.12.0 (cached by version), our four images
+#   4. images     pause (pause.c) and CoreDNS v1.12.0 (cached by version), our five images
 #                 (deploy/images.sh: the working tree's, and pet-service's previous release)
 #                 and the FerretDB stand-in (deploy/compose/images.sh), saved as tarballs k3s
 #                 imports at start
@@ -126,7 +126,7 @@ grep -q "image: $FERRETDB_IMAGE\$" deploy/k8s/overlays/e2e/ferretdb-standin.yaml
 LOGS="${PETSTORE_CACHE_DIR:-$ROOT/.cache}/e2e-k8s"
 mkdir -p "$LOGS" "$IMAGE_TARS"
 # The pet team's previous release (deploy/releases.toml), which tests/k8s/test_redeploy.py rolls
-# back to and forward from under load, then the working tree's four (its tag <version> last,
+# back to and forward from under load, then the working tree's five (its tag <version> last,
 # so it names the working tree's build when the two versions are the same).
 ours=("$FERRETDB_IMAGE" "$(deploy/docker/tls-proxy/build.sh)")
 {

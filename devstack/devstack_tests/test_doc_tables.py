@@ -16,6 +16,7 @@ from petstore_gateway.settings import GatewaySettings
 from petstore_order.settings import DEFAULT_PORT as ORDER_PORT
 from petstore_pet.settings import DEFAULT_PORT as PET_PORT
 from petstore_user.settings import DEFAULT_PORT as USER_PORT
+from petstore_webhook.settings import DEFAULT_PORT as WEBHOOK_PORT
 
 
 def row_of(table: str, name: str) -> list[str]:
@@ -31,7 +32,8 @@ def test_every_setting_is_shown_with_the_default_its_code_passes() -> None:
     # One setting, a default per service: each shown with its process.
     assert row_of(table, "GRPC_LISTEN_ADDR")[1:3] == [
         "services",
-        f"`127.0.0.1:{PET_PORT}` (pet), `127.0.0.1:{ORDER_PORT}` (order), `127.0.0.1:{USER_PORT}` (user)",
+        f"`127.0.0.1:{PET_PORT}` (pet), `127.0.0.1:{ORDER_PORT}` (order), `127.0.0.1:{USER_PORT}` (user), "
+        f"`127.0.0.1:{WEBHOOK_PORT}` (webhook)",
     ]
     # Read straight from the environment rather than through a helper, by every process.
     assert row_of(table, "LOG_FORMAT")[1:3] == ["all", "`auto`"]

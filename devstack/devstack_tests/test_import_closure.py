@@ -58,5 +58,5 @@ def test_the_gateway_runs_no_storage_or_request_checking_code() -> None:
 
 
 def test_the_services_run_the_storage_and_request_checking_code() -> None:
-    for service in ("pet-service", "order-service", "user-service"):
+    for service in ("pet-service", "order-service", "user-service", "webhook-service"):
         assert {"pymongo", "protovalidate"} <= third_party_imports(service)

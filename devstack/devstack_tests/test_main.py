@@ -18,7 +18,7 @@ import pytest
 from petstore_devstack.__main__ import banner, watch
 from petstore_devstack.demo import DEMO_PASSWORD, USERS, DemoData
 from petstore_devstack.ports import free_port
-from petstore_devstack.stack import GatewayNotOurs, Stack
+from petstore_devstack.stack import SERVICES, GatewayNotOurs, Stack
 
 
 @pytest.fixture
@@ -106,7 +106,7 @@ def test_a_process_that_dies_is_named_and_the_watch_ends(
         assert "the order service was killed by SIGKILL; stopping the others" in capsys.readouterr().err
     finally:
         stack.stop()
-    assert {name for name, _ in stack.exited()} == {"pet", "order", "user", "gateway"}
+    assert {name for name, _ in stack.exited()} == {"pet", "order", "user", "webhook", "gateway"}
 
 
 def test_the_watch_ends_quietly_when_asked_to_stop(tmp_path: Path) -> None:
@@ -141,14 +141,45 @@ def test_settings_from_the_environment_reach_every_process(
         assert (spec.name, effective["LOG_LEVEL"], effective["GRACE_SECONDS"]) == (spec.name, "DEBUG", "7")
 
 
+def test_the_webhook_service_reads_both_outboxes_is_called_by_the_gateway_and_delivers_locally(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its own database, the pet and order services' addresses, loopback receivers allowed
+    unless the run says otherwise, a test's CA file passed through."""
+    monkeypatch.delenv("WEBHOOK_ALLOWED_NETWORKS", raising=False)
+    stack = Stack(log_dir=tmp_path, extra_env={"WEBHOOK_CA_FILE": "/tmp/receiver-ca.pem"})
+    webhook = stack.processes["webhook"]
+    assert webhook.module == "petstore_webhook"
+    assert webhook.env["MONGODB_DATABASE"] == "petstore_webhook"
+    assert webhook.env["PET_SERVICE_ADDR"] == f"127.0.0.1:{stack.processes['pet'].port}"
+    assert webhook.env["ORDER_SERVICE_ADDR"] == f"127.0.0.1:{stack.processes['order'].port}"
+    assert webhook.env["WEBHOOK_ALLOWED_NETWORKS"] == "127.0.0.0/8"
+    assert webhook.env["WEBHOOK_CA_FILE"] == "/tmp/receiver-ca.pem"
+    assert "WEBHOOK_ALLOWED_NETWORKS" not in stack.processes["order"].env
+    assert stack.processes["gateway"].env["WEBHOOK_SERVICE_ADDR"] == f"127.0.0.1:{webhook.port}"
+    assert len({spec.port for spec in stack.processes.values()}) == len(stack.processes)
+
+    narrowed = Stack(log_dir=tmp_path, extra_env={"WEBHOOK_ALLOWED_NETWORKS": ""})
+    assert narrowed.processes["webhook"].env["WEBHOOK_ALLOWED_NETWORKS"] == ""
+    monkeypatch.setenv("WEBHOOK_ALLOWED_NETWORKS", "10.0.0.0/8")
+    from_environment = Stack(log_dir=tmp_path)
+    assert "WEBHOOK_ALLOWED_NETWORKS" not in from_environment.processes["webhook"].env  # os.environ's
+
+
 def test_the_gateway_gets_a_metrics_port_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("METRICS_PORT", raising=False)
     given = Stack(log_dir=tmp_path, extra_env={"METRICS_PORT": "20000"})
     ports = {name: spec.env["METRICS_PORT"] for name, spec in given.processes.items()}
-    assert ports == {"pet": "20000", "order": "20001", "user": "20002", "gateway": "20003"}
-    assert given.gateway_metrics_url(1) == "http://127.0.0.1:20004/metrics"
+    assert ports == {
+        "pet": "20000",
+        "order": "20001",
+        "user": "20002",
+        "webhook": "20003",
+        "gateway": "20004",
+    }
+    assert given.gateway_metrics_url(1) == "http://127.0.0.1:20005/metrics"
     unset = Stack(log_dir=tmp_path)  # the services serve none; the gateway's are still read
     gateway_port = int(unset.processes["gateway"].env["METRICS_PORT"])
     assert gateway_port not in (0, unset.gateway_port)
-    assert {unset.processes[name].env["METRICS_PORT"] for name in ("pet", "order", "user")} == {"0"}
+    assert {unset.processes[name].env["METRICS_PORT"] for name in SERVICES} == {"0"}
     assert unset.gateway_metrics_url() == f"http://127.0.0.1:{gateway_port}/metrics"

@@ -18,6 +18,7 @@ from petstore_devstack.releases import (
     image_tags,
     main,
     previous_release,
+    released,
 )
 
 
@@ -129,7 +130,7 @@ def test_a_module_it_stopped_importing_still_counts_against_its_release(repo: tu
     (root / "gateway" / "src" / "code.py").write_text("VALUE = 1\n")
     set_version(root, "gateway", "1.1.0")
     (root / "common" / "src" / "shared.py").write_text("SHARED = 2\n")
-    assert changed(root) == ["order-service", "pet-service", "user-service"]
+    assert changed(root) == ["order-service", "pet-service", "user-service", "webhook-service"]
 
 
 def test_a_change_to_what_every_image_runs_is_a_change_of_every_deployable(repo: tuple[Path, str]) -> None:
@@ -153,12 +154,13 @@ def test_here_a_change_to_the_user_contract_releases_the_user_service_and_the_ga
         assert releasing(f"protos/python/petstore/user/v1/{module}.py") == {"user-service", "gateway"}
 
 
-def test_here_a_change_to_a_storage_helper_releases_the_three_services_only() -> None:
+def test_here_a_change_to_a_storage_helper_releases_the_four_services_only() -> None:
     for module in ("stores", "mongo", "storage_faults", "grpc_server"):
         assert releasing(f"common/src/petstore_common/{module}.py") == {
             "pet-service",
             "order-service",
             "user-service",
+            "webhook-service",
         }
 
 
@@ -166,6 +168,7 @@ def test_here_a_change_to_the_pet_contract_releases_its_callers_and_not_the_user
     assert releasing("protos/python/petstore/pet/v1/pet_service_pb2.py") == {
         "pet-service",
         "order-service",
+        "webhook-service",  # reads the pets' event outbox
         "gateway",
     }
 
@@ -173,6 +176,38 @@ def test_here_a_change_to_the_pet_contract_releases_its_callers_and_not_the_user
 def test_here_a_change_to_a_shared_format_or_the_caller_releases_every_deployable() -> None:
     assert releasing("protos/python/petstore/formats/v1/formats_pb2.py") == set(DEPLOYABLES)
     assert releasing("protos/python/petstore/auth/v1/caller_pb2.py") == set(DEPLOYABLES)
+
+
+def write_unreleased(root: Path, names: list[str], entries: dict[str, list[tuple[str, str]]]) -> None:
+    write_manifest(root, entries)
+    listed = ", ".join(f'"{name}"' for name in names)
+    (root / MANIFEST).write_text(f"unreleased = [{listed}]\n\n" + (root / MANIFEST).read_text())
+
+
+def test_a_new_deployable_is_declared_unreleased_and_has_no_previous_release(repo: tuple[Path, str]) -> None:
+    root, first = repo
+    entries = {name: [("1.0.0", first)] for name in DEPLOYABLES if name != "webhook-service"}
+    write_manifest(root, entries)
+    assert check(root) == [
+        f"{MANIFEST} lists no release of webhook-service (a new deployable: name it in unreleased)"
+    ]
+    write_unreleased(root, ["webhook-service"], entries)
+    (root / "webhook-service" / "src" / "code.py").write_text("VALUE = 2\n")  # nothing released to break
+    assert check(root) == []
+    assert [d.name for d in released(root)] == [n for n in DEPLOYABLES if n != "webhook-service"]
+
+
+def test_a_released_deployable_cannot_stay_declared_unreleased_nor_an_unknown_one(
+    repo: tuple[Path, str],
+) -> None:
+    root, first = repo
+    write_unreleased(
+        root, ["webhook-service", "fax-service"], {name: [("1.0.0", first)] for name in DEPLOYABLES}
+    )
+    problems = check(root)
+    assert f"{MANIFEST}: webhook-service has releases: take it out of unreleased" in problems
+    assert any("unreleased names 'fax-service', which is no deployable" in p for p in problems)
+    assert len(problems) == 2
 
 
 def test_a_version_never_goes_back(repo: tuple[Path, str]) -> None:
@@ -228,6 +263,8 @@ def test_the_command_lists_the_deployables_and_their_previous_releases_commits(
 ) -> None:
     assert main(["names"]) == 0
     assert capsys.readouterr().out.split() == list(DEPLOYABLES)
+    assert main(["names", "--released"]) == 0  # the version-skew runs and PREVIOUS=1 images
+    assert capsys.readouterr().out.split() == [n for n in DEPLOYABLES if n != "webhook-service"]
     assert main(["previous-commits"]) == 0
     commits = capsys.readouterr().out.split()
-    assert commits == list(dict.fromkeys(previous_release(d).commit for d in DEPLOYABLES.values()))
+    assert commits == list(dict.fromkeys(previous_release(d).commit for d in released()))

@@ -112,7 +112,7 @@ def test_a_runner_killed_with_sigkill_leaves_no_process_of_its_stack(leftovers: 
         runner.wait_for("Ctrl-C here")
         stack = children_of(runner.process.pid)
         leftovers.update(stack)
-        assert len(stack) >= 5, stack  # three services, the gateway and its second worker
+        assert len(stack) >= 6, stack  # four services, the gateway and its second worker
         # The banner names every worker's metrics, each on its own port.
         banner = "".join(runner.lines)
         assert "worker 0: http://127.0.0.1:" in banner

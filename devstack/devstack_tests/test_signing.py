@@ -22,6 +22,7 @@ def test_each_process_gets_its_key_and_the_services_trust_the_right_public_keys(
 
     assert public_of(env["gateway"]["CALLER_SIGNING_KEY"]) == keys["gateway"].public
     assert public_of(env["order"]["CALLER_SIGNING_KEY"]) == keys["order-service"].public
+    assert public_of(env["webhook"]["CALLER_SIGNING_KEY"]) == keys["webhook-service"].public
     assert "CALLER_SIGNING_KEY" not in env["pet"]
     assert "CALLER_SIGNING_KEY" not in env["user"]
     for name in SERVICES:
@@ -32,9 +33,10 @@ def test_each_process_gets_its_key_and_the_services_trust_the_right_public_keys(
         assert "CALLER_TOKENS" not in env[name]  # the services' default: required
         ServiceSettings.from_env(default_port=0, default_database="x", env=env[name]).check_caller_trust()
     assert TRUSTED_ISSUERS == {
-        "pet": ("gateway", "order-service"),
-        "order": ("gateway",),
+        "pet": ("gateway", "order-service", "webhook-service"),
+        "order": ("gateway", "webhook-service"),
         "user": ("gateway",),
+        "webhook": ("gateway",),
     }
 
 
@@ -57,6 +59,7 @@ def test_accepting_unsigned_calls_relaxes_the_services_only(tmp_path: Path) -> N
         "pet": "optional",
         "order": "optional",
         "user": "optional",
+        "webhook": "optional",
         "gateway": None,
     }
     assert stack.processes["pet"].env["TRUSTED_CALLER_KEYS"]  # a token sent must still be valid
@@ -69,6 +72,7 @@ def test_accepting_unsigned_calls_relaxes_the_services_only(tmp_path: Path) -> N
         ("order-service", "1.0.0", True),
         ("gateway", "1.1.0", False),
         ("order-service", "1.2.0", False),
+        ("webhook-service", "1.0.0", False),  # signs from its first release
         ("pet-service", "1.0.0", False),  # a service calls nobody: nothing to relax
         ("user-service", "1.0.0", False),
     ],

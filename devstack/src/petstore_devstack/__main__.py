@@ -20,7 +20,13 @@ from petstore_devstack.stack import SERVICES, Stack, how_it_ended
 
 WATCH_SECONDS = 0.5
 """How often the runner looks whether a process died."""
-PROCESS_NAMES = {"pet": "pet service", "order": "order service", "user": "user service", "gateway": "gateway"}
+PROCESS_NAMES = {
+    "pet": "pet service",
+    "order": "order service",
+    "user": "user service",
+    "webhook": "webhook service",
+    "gateway": "gateway",
+}
 
 
 def say(message: str) -> None:

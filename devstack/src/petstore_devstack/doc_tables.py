@@ -30,8 +30,8 @@ BLOCK = re.compile(
     r"(<!-- generated: (?P<name>[a-z]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.DOTALL
 )
 
-PROCESSES = ("gateway", "pet", "order", "user")
-SERVICES = frozenset({"pet", "order", "user"})
+PROCESSES = ("gateway", "pet", "order", "user", "webhook")
+SERVICES = frozenset({"pet", "order", "user", "webhook"})
 _ENV_HELPERS = ("env_str", "env_int", "env_float", "_env_bool")
 """The settings modules' helpers that take (env, name, default): wrapped to record the default."""
 _SETTINGS_MODULES = (
@@ -40,6 +40,7 @@ _SETTINGS_MODULES = (
     "petstore_pet.settings",
     "petstore_order.settings",
     "petstore_user.settings",
+    "petstore_webhook.settings",
 )
 _NO_DEFAULT = object()
 
@@ -109,6 +110,7 @@ def _readers() -> dict[str, list[Callable[[Mapping[str, str]], object]]]:
     from petstore_order.settings import OrderSettings
     from petstore_pet.settings import PetSettings
     from petstore_user.settings import UserSettings
+    from petstore_webhook.settings import WebhookSettings
 
     def log_format(env: Mapping[str, str]) -> object:
         return log_format_from_env(env, stream_is_terminal=False)
@@ -119,6 +121,7 @@ def _readers() -> dict[str, list[Callable[[Mapping[str, str]], object]]]:
         "pet": [PetSettings.from_env, *every_process],
         "order": [OrderSettings.from_env, *every_process],
         "user": [UserSettings.from_env, *every_process],
+        "webhook": [WebhookSettings.from_env, *every_process],
     }
 
 

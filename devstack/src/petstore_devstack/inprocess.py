@@ -1,4 +1,6 @@
-"""The three services' real servicers in this process, for tests of what calls them (the gateway).
+"""The pet, order and user services' real servicers in this process, for tests of what calls
+them (the gateway). Not the webhook service: nothing on the shop's path waits for it, the
+gateway's tests stand a fake in for it, and the e2e suite runs the real one.
 
 Each service is built the way its own `service.py` builds it (`build_definition`, over its
 embedded in-memory store) and started the way `serve` starts it (`start_service`: the shared
@@ -16,6 +18,7 @@ observe the calls that arrive (or to make one method misbehave).
     async with in_process_stack(SESSION_SECRET) as stack:
         clients = ServiceClients.connect(
             pet_addr=stack.pet.address, order_addr=stack.order.address, user_addr=stack.user.address,
+            webhook_addr=...,  # a stand-in's, or an address nothing serves
             signer=stack.gateway_signer,
         )
 """
@@ -119,7 +122,7 @@ class InProcessService(Generic[StoreT]):
 
 @dataclass(eq=False)
 class InProcessStack:
-    """The three services; the order service asks the pet service at `pet.address`."""
+    """The pet, order and user services; the order service asks the pet service at `pet.address`."""
 
     pet: InProcessService[MemoryPetStore]
     order: InProcessService[MemoryOrderStore]

@@ -11,10 +11,16 @@ released files are its own source, pyproject.toml and Dockerfile, the shared fil
 ships (`ALWAYS_SHIPPED`), and of the shared code and generated contracts exactly the modules its
 own code imports, directly or through each other (`import_closure`), as they are now or were
 at the release: a change to the user service's proto releases the user service and the gateway,
-which call it, and a change to a storage helper the three services, which store.
+which call it, and a change to a storage helper the four services, which store.
+
+A new deployable has no release yet: releases.toml names it in `unreleased` (an explicit word,
+so a forgotten entry is still an error), it has no previous release for the version-skew runs
+or PREVIOUS=1 images to use (`names --released` leaves it out), and its first release replaces
+that word with an entry.
 
     python -m petstore_devstack.releases check
-    python -m petstore_devstack.releases names                     # the four deployables
+    python -m petstore_devstack.releases names                     # the five deployables
+    python -m petstore_devstack.releases names --released          # those with a previous release
     python -m petstore_devstack.releases previous-commits          # their previous releases' commits
     python -m petstore_devstack.releases previous pet-service      # prints: 1.0.0 <commit>
     python -m petstore_devstack.releases export pet-service DIR    # prints its PYTHONPATH
@@ -34,6 +40,7 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
@@ -41,6 +48,8 @@ from petstore_devstack.import_closure import shared_closure
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 MANIFEST = Path("deploy/releases.toml")
+UNRELEASED = "unreleased"
+"""The key of releases.toml listing the deployables that have never been released."""
 SHARED_ROOTS = ("common/src", "protos/python")
 """Where the shared code and the generated contracts lie: every image carries them, and each
 deployable runs the part its own code imports."""
@@ -82,6 +91,7 @@ DEPLOYABLES = {
         Deployable("pet-service", "pet"),
         Deployable("order-service", "order"),
         Deployable("user-service", "user"),
+        Deployable("webhook-service", "webhook"),
         Deployable("gateway", "gateway"),
     )
 }
@@ -109,11 +119,26 @@ def current_version(deployable: Deployable, root: Path = REPO_ROOT) -> str:
         return str(tomllib.load(file)["project"]["version"])
 
 
+def _manifest(root: Path) -> dict[str, Any]:
+    with (root / MANIFEST).open("rb") as file:
+        return tomllib.load(file)
+
+
 def releases(deployable: Deployable, root: Path = REPO_ROOT) -> list[Release]:
     """Its releases, oldest first."""
-    with (root / MANIFEST).open("rb") as file:
-        entries = tomllib.load(file).get(deployable.name, [])
+    entries = _manifest(root).get(deployable.name, [])
     return [Release(str(entry["version"]), str(entry["commit"])) for entry in entries]
+
+
+def unreleased(root: Path = REPO_ROOT) -> list[str]:
+    """The deployables releases.toml declares new: never released, so without a previous release."""
+    return [str(name) for name in _manifest(root).get(UNRELEASED, [])]
+
+
+def released(root: Path = REPO_ROOT) -> list[Deployable]:
+    """The deployables that have a previous release (every one but the new ones)."""
+    new = set(unreleased(root))
+    return [deployable for name, deployable in DEPLOYABLES.items() if name not in new]
 
 
 def previous_release(deployable: Deployable, root: Path = REPO_ROOT) -> Release:
@@ -153,12 +178,27 @@ def check(root: Path = REPO_ROOT) -> list[str]:
     """Every broken release rule, as a sentence; [] when all hold."""
     shallow = _git(root, "rev-parse", "--is-shallow-repository").strip() == b"true"
     problems: list[str] = []
+    new = unreleased(root)
+    problems.extend(
+        f"{MANIFEST}: {UNRELEASED} names {name!r}, which is no deployable (one of {', '.join(DEPLOYABLES)})"
+        for name in new
+        if name not in DEPLOYABLES
+    )
     for deployable in DEPLOYABLES.values():
         try:
             current = _parse(current_version(deployable, root), f"{deployable.name}/pyproject.toml")
             history = releases(deployable, root)
+            if deployable.name in new:
+                if history:
+                    problems.append(
+                        f"{MANIFEST}: {deployable.name} has releases: take it out of {UNRELEASED}"
+                    )
+                continue  # nothing released, so nothing its changes could break
             if not history:
-                problems.append(f"{MANIFEST} lists no release of {deployable.name}")
+                problems.append(
+                    f"{MANIFEST} lists no release of {deployable.name} (a new deployable: name it in "
+                    f"{UNRELEASED})"
+                )
                 continue
             versions = [_parse(r.version, f"{MANIFEST} [{deployable.name}]") for r in history]
             if versions != sorted(set(versions)):
@@ -227,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("check", help="the release rules hold (make test)")
-    commands.add_parser("names", help="every deployable, one per line")
+    names = commands.add_parser("names", help="every deployable, one per line")
+    names.add_argument("--released", action="store_true", help="only those with a previous release")
     commands.add_parser("previous-commits", help="the commits of their previous releases, each once")
     previous = commands.add_parser("previous", help="a deployable's previous release: version and commit")
     previous.add_argument("deployable", choices=DEPLOYABLES)
@@ -247,10 +288,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"releases: {', '.join(f'{n} {current_version(d)}' for n, d in DEPLOYABLES.items())}")
             return 1 if problems else 0
         if args.command == "names":
-            print("\n".join(DEPLOYABLES))
+            print("\n".join(d.name for d in released()) if args.released else "\n".join(DEPLOYABLES))
             return 0
         if args.command == "previous-commits":
-            print("\n".join(dict.fromkeys(previous_release(d).commit for d in DEPLOYABLES.values())))
+            print("\n".join(dict.fromkeys(previous_release(d).commit for d in released())))
             return 0
         deployable = _deployable(args.deployable)
         if args.command == "tags":

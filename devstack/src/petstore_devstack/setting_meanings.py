@@ -53,7 +53,8 @@ MEANINGS: dict[str, Meaning] = {
     ),
     "TRUSTED_CALLER_KEYS": Meaning(
         "comma-separated `issuer=<public key>`: whose caller tokens the service accepts. pet: "
-        "`gateway` and `order-service`; order, user: `gateway`. Several keys per issuer while rotating",
+        "`gateway`, `order-service` and `webhook-service`; order: `gateway` and `webhook-service`; "
+        "user, webhook: `gateway`. Several keys per issuer while rotating",
         default="none: required unless `CALLER_TOKENS=optional`",
     ),
     "CALLER_TOKENS": Meaning(
@@ -78,6 +79,9 @@ MEANINGS: dict[str, Meaning] = {
     ),
     "ORDER_SERVICE_ADDR": Meaning("where the order service is (as `PET_SERVICE_ADDR`)"),
     "USER_SERVICE_ADDR": Meaning("where the user service is (as `PET_SERVICE_ADDR`)"),
+    "WEBHOOK_SERVICE_ADDR": Meaning(
+        "where the webhook service is (as `PET_SERVICE_ADDR`); the gateway's readiness does not wait for it"
+    ),
     "GRPC_TIMEOUT_SECONDS": Meaning("deadline of every gRPC call the gateway makes; past it, 503"),
     "MAX_BODY_BYTES": Meaning("larger request bodies are 413"),
     "BODY_BUFFER_BYTES": Meaning(
@@ -152,4 +156,25 @@ MEANINGS: dict[str, Meaning] = {
     ),
     # -- user service --
     "SESSION_TTL_SECONDS": Meaning("session lifetime"),
+    # -- webhook service --
+    "WEBHOOK_ALLOWED_NETWORKS": Meaning(
+        "comma-separated networks (CIDR) an endpoint may resolve into although not public (private, "
+        "loopback...: refused otherwise, at registration and at every connection); `make run` sets "
+        "`127.0.0.0/8`"
+    ),
+    "WEBHOOK_CA_FILE": Meaning(
+        "a PEM file of certificate authorities trusted for deliveries beside the system's "
+        "(https stays required)"
+    ),
+    "WEBHOOK_MAX_ATTEMPTS": Meaning(
+        "attempts of one delivery; when the last fails the endpoint is disabled, with the reason"
+    ),
+    "WEBHOOK_RETRY_BASE_SECONDS": Meaning(
+        "the longest wait before the first retry; doubled for each later one (full jitter)"
+    ),
+    "WEBHOOK_RETRY_MAX_SECONDS": Meaning("the longest wait between two attempts, however many failed"),
+    "WEBHOOK_TIMEOUT_SECONDS": Meaning("how long one delivery request may take, connecting included"),
+    "WEBHOOK_POLL_SECONDS": Meaning(
+        "how often the order and pet event outboxes are read while they hold nothing"
+    ),
 }

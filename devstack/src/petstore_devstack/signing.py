@@ -1,10 +1,10 @@
 """Who signs the gRPC calls of a local stack, and whom each service trusts.
 
 Every gRPC call carries a short-lived token signed by the deployable that makes it (the issuer:
-`gateway`, `order-service`, each the name of its deployable); a service accepts the tokens of the
-issuers it trusts, by their public keys (TRUSTED_CALLER_KEYS). A local stack makes a fresh key
-pair per issuer for each run, as `make run` makes a fresh session secret: nothing to configure,
-and nothing that outlives the run.
+`gateway`, `order-service`, `webhook-service`, each the name of its deployable); a service
+accepts the tokens of the issuers it trusts, by their public keys (TRUSTED_CALLER_KEYS). A
+local stack makes a fresh key pair per issuer for each run, as `make run` makes a fresh session
+secret: nothing to configure, and nothing that outlives the run.
 """
 
 from __future__ import annotations
@@ -15,12 +15,22 @@ from packaging.version import Version
 
 from petstore_common.caller_keys import KeyPair, generate
 
-SIGNER_PROCESSES = {"gateway": "gateway", "order": "order-service"}
+SIGNER_PROCESSES = {"gateway": "gateway", "order": "order-service", "webhook": "webhook-service"}
 """Local process (petstore_devstack.stack) -> the issuer it signs as (CALLER_SIGNING_KEY)."""
-TRUSTED_ISSUERS = {"pet": ("gateway", "order-service"), "order": ("gateway",), "user": ("gateway",)}
-"""Service process -> the issuers it trusts: the order service calls the pet service, and the
-gateway calls all three. The same in docker-compose.yml and deploy/k8s (deploy_tests check)."""
-SIGNS_SINCE = {"gateway": Version("1.1.0"), "order-service": Version("1.1.0")}
+TRUSTED_ISSUERS = {
+    "pet": ("gateway", "order-service", "webhook-service"),
+    "order": ("gateway", "webhook-service"),
+    "user": ("gateway",),
+    "webhook": ("gateway",),
+}
+"""Service process -> the issuers it trusts: the order service calls the pet service, the
+webhook service reads the pet and order services' event outboxes, and the gateway calls all
+four. The same in docker-compose.yml and deploy/k8s (deploy_tests check)."""
+SIGNS_SINCE = {
+    "gateway": Version("1.1.0"),
+    "order-service": Version("1.1.0"),
+    "webhook-service": Version("1.0.0"),
+}
 """The first release of each issuer that signs its calls: an older one (a version-skew run,
 `make e2e-skew`) sends none, so the services beside it must accept calls without a token."""
 

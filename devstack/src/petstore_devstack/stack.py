@@ -1,4 +1,4 @@
-"""The whole stack (three services and the gateway) as local processes on loopback ports.
+"""The whole stack (four services and the gateway) as local processes on loopback ports.
 
 Used by `make run`, the end-to-end and fault tests, and the benchmark, so that all of them
 start the product the same way.
@@ -27,7 +27,9 @@ from petstore_common.caller_keys import KeyPair
 from petstore_devstack.ports import ensure_port_free, free_port, free_port_block
 from petstore_devstack.signing import caller_env, new_keys
 
-SERVICES = ("pet", "order", "user")
+SERVICES = ("pet", "order", "user", "webhook")
+"""Started in this order, stopped in the reverse one (the webhook service reads the pet and
+order services' event outboxes; nothing calls it but the gateway, started last)."""
 STARTUP_TIMEOUT_SECONDS = 30.0
 GATEWAY_METRICS_PORTS = 8
 """Consecutive ports found free for the gateway's metrics when the stack chooses them (worker i
@@ -35,6 +37,10 @@ serves on the first + i): room for that many GATEWAY_WORKERS."""
 DEFAULT_ENV = {"LOG_LEVEL": "INFO", "GRACE_SECONDS": "5"}
 """Set for every process unless the environment (or extra_env) says otherwise: a local stack
 stops in 5 s rather than the 10 s a deployment gives in-flight requests."""
+LOCAL_WEBHOOK_ENV = {"WEBHOOK_ALLOWED_NETWORKS": "127.0.0.0/8"}
+"""The webhook service's defaults here unless the environment (or extra_env) says otherwise: a
+local stack delivers to receivers on this host (a deployment refuses loopback targets). A test
+trusting its receiver's self-signed certificate passes WEBHOOK_CA_FILE in extra_env."""
 INSTANCE_ID_HEADER = "X-Instance-ID"
 ANY_ADDRESS = ("0.0.0.0", "::", "")
 
@@ -118,6 +124,11 @@ class Stack:
                 env["PET_SERVICE_ADDR"] = f"127.0.0.1:{ports['pet']}"
             if name == "user":
                 env["PETSTORE_SESSION_SECRET"] = self.session_secret
+            if name == "webhook":
+                env["PET_SERVICE_ADDR"] = f"127.0.0.1:{ports['pet']}"
+                env["ORDER_SERVICE_ADDR"] = f"127.0.0.1:{ports['order']}"
+                local = {key: value for key, value in LOCAL_WEBHOOK_ENV.items() if key not in os.environ}
+                env = {**local, **env}  # extra_env (in env) wins over the local defaults
             self.processes[name] = ProcessSpec(name, f"petstore_{name}", env, ports[name])
         self.processes["gateway"] = ProcessSpec(
             "gateway",
@@ -131,6 +142,7 @@ class Stack:
                 "PET_SERVICE_ADDR": f"127.0.0.1:{ports['pet']}",
                 "ORDER_SERVICE_ADDR": f"127.0.0.1:{ports['order']}",
                 "USER_SERVICE_ADDR": f"127.0.0.1:{ports['user']}",
+                "WEBHOOK_SERVICE_ADDR": f"127.0.0.1:{ports['webhook']}",
                 "PETSTORE_API_KEYS": self.api_keys,
                 "PETSTORE_SESSION_SECRET": self.session_secret,
                 **caller_env("gateway", self.caller_keys),
@@ -151,7 +163,7 @@ class Stack:
     @staticmethod
     def _metrics_ports(env: Mapping[str, str]) -> dict[str, int]:
         """METRICS_PORT is one port per process: given one, the runner hands out it and the
-        next three (pet, order, user, gateway; gateway worker i takes the gateway's + i), since
+        next four (pet, order, user, webhook, gateway; gateway worker i takes the gateway's + i), since
         processes cannot share one. Without it the services serve none, and the gateway gets a
         free block of ports all the same: the stack's users (fault tests) read its metrics."""
         base = int(env.get("METRICS_PORT", "0") or "0")

@@ -19,15 +19,15 @@ KUBERNETES_GROUP: dict[str, Any] = {
             "alert": "PetstorePodNotReady",
             "expr": (
                 'sum by (namespace, pod) (kube_pod_status_ready{condition="true",'
-                ' pod=~"(gateway|pet-service|order-service|user-service)-.*"}) == 0'
+                ' pod=~"(gateway|pet-service|order-service|user-service|webhook-service)-.*"}) == 0'
             ),
             "for": "5m",
             "labels": {"severity": "page"},
             "annotations": {
                 "summary": "{{ $labels.namespace }}/{{ $labels.pod }} has not been ready for 5 minutes",
                 "description": (
-                    "A gateway is ready while all three services serve (/readyz); a service while"
-                    " it reaches its database. kubectl describe pod says which probe fails."
+                    "A gateway is ready while the pet, order and user services serve (/readyz); a"
+                    " service while it reaches its database. kubectl describe pod says which probe fails."
                 ),
             },
         }
