@@ -11,7 +11,11 @@
 #   4. tls        the TLS proxy's image (nginx from Debian, deploy/docker/tls-proxy/build.sh)
 #                 and a certificate made for this run (cert.sh); the stack runs behind it
 #                 (deploy/compose/tls.yml): the gateway's own port is published nowhere
-#   5. suite      pytest brings the stack up (two replicas of each gRPC service, one webhook service), waits for
+#   5. webhooks   the webhook tests' receivers placed where the webhook service's container reaches
+#                 them: the Docker bridge's gateway address (the test process serves them there),
+#                 two free ports, a certificate made for that address, whose CA the webhook
+#                 service trusts and the address alone allowed to it (deploy/compose/webhook-receiver.yml)
+#   6. suite      pytest brings the stack up (two replicas of each gRPC service, one webhook service), waits for
 #                 health, runs the tests through the proxy published on 127.0.0.1:443 (https,
 #                 trusting only this run's certificate), then the proxy's own tests
 #                 (tests/e2e/test_behind_proxy.py), and takes the stack down
@@ -55,10 +59,11 @@ export GRPC_MAX_CONNECTION_AGE_SECONDS="${GRPC_MAX_CONNECTION_AGE_SECONDS:-5}"
 STACK_UP=""
 ENGINE_STARTED=0
 TLS_DIR="$(mktemp -d /tmp/petstore-e2e-tls.XXXXXX)"
+RECEIVER_DIR="$(mktemp -d /tmp/petstore-e2e-webhook-receiver.XXXXXX)"
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
-  rm -rf "$TLS_DIR"
+  rm -rf "$TLS_DIR" "$RECEIVER_DIR"
   if [[ -n "$STACK_UP" ]]; then
     # pytest takes its stack down itself; this is for a run cut short before it could.
     "${COMPOSE[@]}" -p "$PROJECT" down -v --remove-orphans >/dev/null 2>&1 || true
@@ -117,6 +122,25 @@ else
   export PETSTORE_E2E_BASE_URL="https://$TLS_PUBLISH/v2"
 fi
 echo "tls: $TLS_PROXY_IMAGE in front of the gateway, the suite at $PETSTORE_E2E_BASE_URL"
+
+step webhooks
+# The address containers reach this host at (what `host-gateway` names): the default bridge's gateway.
+receiver_host="$(docker network inspect bridge --format '{{range .IPAM.Config}}{{.Gateway}}{{end}}' 2>/dev/null || true)"
+[[ "$receiver_host" =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ]] ||
+  die "the Docker engine's bridge network has no IPv4 gateway ('$receiver_host'): the webhook service could reach no receiver"
+receiver_ports="$("$VENV/bin/python" -c '
+import socket, sys
+probes = [socket.socket() for _ in range(2)]
+for probe in probes:
+    probe.bind((sys.argv[1], 0))
+print(",".join(str(probe.getsockname()[1]) for probe in probes))' "$receiver_host")" ||
+  die "no free ports on $receiver_host for the webhook receivers"
+"$VENV/bin/python" -m petstore_devstack.webhook_receiver --certificate-only "$RECEIVER_DIR" --host "$receiver_host"
+chmod 644 "$RECEIVER_DIR/ca.pem" # read in the container by its user (10001), whatever the umask
+export PETSTORE_E2E_WEBHOOK_HOST="$receiver_host" PETSTORE_E2E_WEBHOOK_PORTS="$receiver_ports"
+export PETSTORE_E2E_WEBHOOK_TLS_DIR="$RECEIVER_DIR"
+COMPOSE_FILE+=":$ROOT/deploy/compose/webhook-receiver.yml"
+echo "webhooks: the receivers at https://$receiver_host:{${receiver_ports}}, the webhook service trusting their CA"
 
 step suite
 STACK_UP=1

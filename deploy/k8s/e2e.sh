@@ -16,10 +16,12 @@
 #   6. apply      deploy/k8s/README.md's blocks as written there (namespace and Secrets, each
 #                 team's folder alone, the rollout check), with deploy/k8s/overlays/e2e (dev +
 #                 the FerretDB stand-in + the TLS proxy in the gateway's pods, its certificate
-#                 made for this run as the Secret petstore-tls) between the last two; every
-#                 Deployment Available
+#                 made for this run as the Secret petstore-tls; the webhook tests' receivers'
+#                 CA as the ConfigMap webhook-receiver-ca, their address and ports opened to the
+#                 webhook service alone) between the last two; every Deployment Available
 #   7. suite      tests/e2e through `kubectl port-forward` to the gateway Service's https port
 #                 on 127.0.0.1:443 (the TLS proxy; the suite trusts only this run's certificate),
+#                 serving the webhook receivers on the pod bridge's address (cni0, 10.42.0.1),
 #                 then
 #                 tests/k8s (pet-service rolled back to its previous release and forward
 #                 again under load, three pet pods, Pod Security, policies), then, each
@@ -157,6 +159,18 @@ run_readme_block apply
 # The TLS proxy's certificate, made for this run (deploy/k8s/components/tls-proxy reads it).
 deploy/docker/tls-proxy/cert.sh "$RUN/tls" petstore.test "gateway.$NAMESPACE.svc" >/dev/null
 kubectl -n "$NAMESPACE" create secret tls petstore-tls --cert="$RUN/tls/tls.crt" --key="$RUN/tls/tls.key"
+# The webhook tests' receivers: the suite serves them on this node at the address and ports the
+# overlay's policy opens to the webhook service (webhook-receiver.yaml, read here: one source),
+# with a certificate made now for that address, its CA the webhook service's WEBHOOK_CA_FILE.
+read -r RECEIVER_HOST RECEIVER_PORTS < <("$VENV/bin/python" -c '
+import sys, yaml
+(rule,) = yaml.safe_load(open(sys.argv[1]))["spec"]["egress"]
+(peer,) = rule["to"]
+print(peer["ipBlock"]["cidr"].removesuffix("/32"), ",".join(str(port["port"]) for port in rule["ports"]))
+' deploy/k8s/overlays/e2e/webhook-receiver.yaml)
+[[ -n "${RECEIVER_PORTS:-}" ]] || die "deploy/k8s/overlays/e2e/webhook-receiver.yaml: no receiver address and ports read"
+"$VENV/bin/python" -m petstore_devstack.webhook_receiver --certificate-only "$RUN/webhook-receiver" --host "$RECEIVER_HOST"
+kubectl -n "$NAMESPACE" create configmap webhook-receiver-ca --from-file=ca.pem="$RUN/webhook-receiver/ca.pem"
 kubectl apply -k deploy/k8s/overlays/e2e
 kubectl -n "$NAMESPACE" rollout status statefulset/mongodb --timeout=180s
 run_readme_block check
@@ -172,8 +186,25 @@ for _ in $(seq 1 30); do
   curl -sf --cacert "$RUN/tls/tls.crt" "https://$public/readyz" >/dev/null && break
   sleep 1
 done
+# The gateway's readiness does not wait for the webhook service (webhooks are off the shop's
+# critical path), and the overlay has just replaced its one pod (Recreate): the gateway's channel
+# may still hold the old pod's address until it resolves the name again. The webhook tests
+# start once the gateway reaches the new pod (staff's endpoint list answers).
+webhooks_status=""
+for _ in $(seq 1 60); do
+  webhooks_status="$(curl -s -o /dev/null -w '%{http_code}' --cacert "$RUN/tls/tls.crt" \
+    -H "api_key: ${PETSTORE_API_KEYS%%,*}" "https://$public/v2/webhooks" || true)"
+  [[ "$webhooks_status" == 200 ]] && break
+  sleep 1
+done
+[[ "$webhooks_status" == 200 ]] || die "the gateway did not reach the webhook service within 60 s (GET /v2/webhooks: $webhooks_status)"
 export PETSTORE_E2E_MODE=k8s PETSTORE_E2E_BASE_URL="https://$public/v2" PETSTORE_K8S_NAMESPACE="$NAMESPACE"
 export PETSTORE_E2E_CA="$RUN/tls/tls.crt"
+# The bridge has its address once a pod runs on it (the receivers listen on it alone).
+ip -4 -o addr show | grep -q " inet $RECEIVER_HOST/" ||
+  die "no interface here has $RECEIVER_HOST (deploy/k8s/overlays/e2e/webhook-receiver.yaml): the receivers cannot listen there"
+export PETSTORE_E2E_WEBHOOK_HOST="$RECEIVER_HOST" PETSTORE_E2E_WEBHOOK_PORTS="$RECEIVER_PORTS"
+export PETSTORE_E2E_WEBHOOK_TLS_DIR="$RUN/webhook-receiver"
 # Last, each alone: they replace the gateway's pods, which ends the port-forward the suite uses.
 ALONE=(tests/k8s/test_behind_proxy.py tests/k8s/test_secret_rotation.py)
 suite() { "$VENV/bin/python" -m pytest -p no:cacheprovider "$@"; }

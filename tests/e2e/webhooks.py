@@ -5,6 +5,7 @@ which events arrived, twice, or out of their order."""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -36,6 +37,33 @@ def rank(event_type: str) -> int:
     raise AssertionError(f"unknown event type {event_type!r}")
 
 
+RECEIVER_HOST_ENV = "PETSTORE_E2E_WEBHOOK_HOST"
+RECEIVER_PORTS_ENV = "PETSTORE_E2E_WEBHOOK_PORTS"
+RECEIVER_TLS_DIR_ENV = "PETSTORE_E2E_WEBHOOK_TLS_DIR"
+
+
+@dataclass(frozen=True)
+class ReceiverPlacement:
+    """Where the receivers listen in the container modes, so that the webhook service in its
+    container or pod reaches them and trusts them: deploy/compose/e2e.sh and deploy/k8s/e2e.sh
+    choose it before the stack starts and mount `tls_dir`'s ca.pem as its WEBHOOK_CA_FILE."""
+
+    host: str
+    """An address of this host the containers reach (the Docker bridge's, k3s's cni0)."""
+    ports: tuple[int, int]
+    """The steady receiver's port, then the scripted one's."""
+    tls_dir: str
+    """The certificate made for `host` (webhook_receiver.write_certificate)."""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> ReceiverPlacement | None:
+        """None when the run sets none (process mode, or a container mode run by hand)."""
+        if not env.get(RECEIVER_HOST_ENV):
+            return None
+        steady, scripted = (int(port) for port in env[RECEIVER_PORTS_ENV].split(","))
+        return cls(env[RECEIVER_HOST_ENV], (steady, scripted), env[RECEIVER_TLS_DIR_ENV])
+
+
 class ReceiverThread:
     """WebhookReceivers served from an event loop of their own, in a thread: a test session's
     receivers must exist before the stack starts (the webhook service trusts their CAs, read at
@@ -47,10 +75,18 @@ class ReceiverThread:
         self._thread = threading.Thread(target=self._loop.run_forever, name="webhook-receivers", daemon=True)
         self.receivers: list[WebhookReceiver] = []
 
-    def start(self, count: int) -> list[WebhookReceiver]:
+    def start(self, count: int, placement: ReceiverPlacement | None = None) -> list[WebhookReceiver]:
         self._thread.start()
-        for _ in range(count):
-            receiver = WebhookReceiver(PLACEHOLDER_SECRET)
+        for index in range(count):
+            if placement is None:
+                receiver = WebhookReceiver(PLACEHOLDER_SECRET)
+            else:
+                receiver = WebhookReceiver(
+                    PLACEHOLDER_SECRET,
+                    host=placement.host,
+                    port=placement.ports[index],
+                    tls_dir=placement.tls_dir,
+                )
             asyncio.run_coroutine_threadsafe(receiver.start(), self._loop).result(timeout=30)
             self.receivers.append(receiver)
         return self.receivers
@@ -76,11 +112,14 @@ class WebhookReceivers:
 
 
 @contextmanager
-def threaded_receivers(ca_bundle: Path) -> Iterator[WebhookReceivers]:
-    """The session's receivers, in a thread, and `ca_bundle` written with their CAs."""
+def threaded_receivers(
+    ca_bundle: Path, placement: ReceiverPlacement | None = None
+) -> Iterator[WebhookReceivers]:
+    """The session's receivers, in a thread (on loopback, or as `placement` says), and
+    `ca_bundle` written with their CAs."""
     thread = ReceiverThread()
     try:
-        steady, scripted = thread.start(2)
+        steady, scripted = thread.start(2, placement)
         ca_bundle.write_text(Path(steady.ca_file).read_text() + Path(scripted.ca_file).read_text())
         yield WebhookReceivers(steady, scripted, str(ca_bundle))
     finally:
