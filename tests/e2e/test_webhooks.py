@@ -10,6 +10,7 @@ so the delivery tests run in every mode."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from standardwebhooks.exceptions import WebhookVerificationError
 from petstore_devstack.webhook_receiver import WebhookReceiver
 from tests.e2e.callers import Customer, new_pet, sign_up
 from tests.e2e.client import JSON, Api, Reply
-from tests.e2e.conftest import RECEIVERS_REACHABLE
+from tests.e2e.conftest import RECEIVERS_REACHABLE, runs_before
 from tests.e2e.webhooks import (
     ALL_EVENT_TYPES,
     Verifier,
@@ -209,6 +210,46 @@ async def test_every_change_arrives_signed_in_order_with_the_api_shape(
             "delivered",
             204,
         ), attempt
+
+
+ORDERS_TELL_NOTHING = runs_before("order-service", "1.1.0")
+PETS_TELL_NOTHING = runs_before("pet-service", "1.1.0")
+ONE_SERVICE_TELLS_NOTHING = (
+    "only in a version-skew run where the order or the pet service runs its release before events"
+)
+QUIET_POLLS_SECONDS = 5.0
+"""Long enough for five reads of the outboxes: what an older service never tells stays untold."""
+
+
+@pytest.mark.skipif(not (ORDERS_TELL_NOTHING or PETS_TELL_NOTHING), reason=ONE_SERVICE_TELLS_NOTHING)
+async def test_beside_a_service_of_the_release_before_events_the_others_still_arrive(
+    api: Api, receivers: WebhookReceivers, unique: str, endpoints: list[Endpoint]
+) -> None:
+    """The webhook service beside an order or pet service of the release before events (it
+    answers UNIMPLEMENTED): the endpoints API still works, what the other service tells still
+    arrives, signed and in order, and the older one's changes are simply not told."""
+    endpoint = await register(api, receivers.steady, unique, endpoints, ALL_EVENT_TYPES)
+    pet = await new_pet(api, f"{unique}p")
+    order = (await api.send("POST", "/store/order", {"petId": pet["id"]}, JSON)).json
+    await move(api, order["id"], "approved")
+    order_subject, pet_subject = f"order:{order['id']}", f"pet:{pet['id']}"
+    verifier = Verifier(endpoint.receiver, endpoint.path, endpoint.secret)
+
+    def ours() -> list[Any]:
+        return [a for a in arrivals(verifier.check_new()) if a.subject in (order_subject, pet_subject)]
+
+    if PETS_TELL_NOTHING:  # the order service tells; it placed the order without a reservation
+        expected = {order_subject: ["order.placed", "order.approved"]}
+        await wait_until(lambda: not report(expected, ours()).missing, DELIVERY_SECONDS, str(expected))
+    else:  # an order service before events reserves nothing either: nobody has anything to tell
+        await asyncio.sleep(QUIET_POLLS_SECONDS)
+        expected = {}
+    seen = ours()
+    assert not verifier.errors, verifier.errors
+    assert {arrival.subject for arrival in seen} == set(expected), seen
+    assert not report(expected, seen).out_of_order
+    listed = await get_json(api, "/webhooks")
+    assert [item["state"] for item in listed if item["id"] == endpoint.id] == ["enabled"]
 
 
 @pytest.mark.since("order-service", "1.1.0")
