@@ -46,7 +46,7 @@ help:
 	@echo "make bench-growth - each operation's cost at 1k, 10k and 100k pets, both stores (at most ~30 min)"
 	@echo "make aiohttp-next - the connection guards' tests against the newest aiohttp on PyPI (AIOHTTP=x.y.z:"
 	@echo "                    that release; ~20 s of tests after the download; not in make test: needs PyPI)"
-	@echo "make e2e-skew     - the e2e suite four times, each with one deployable at its previous release (two at once;"
+	@echo "make e2e-skew     - the e2e suite five times, each with one deployable at its previous release (two at once;"
 	@echo "                    the webhook service, never released yet, has none)"
 	@echo "make e2e-compose  - the e2e suite against docker-compose.yml (Docker engine; root to install one)"
 	@echo "make e2e-k8s      - the e2e suite through a single-node k3s (root)"
