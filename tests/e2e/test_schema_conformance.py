@@ -37,8 +37,10 @@ CHECKS = (
     "response_headers_conformance",
 )
 OPERATIONS = 27
-"""The classic twenty, PUT /store/order/{orderId}, GET /store/order, GET /pet/{petId}/images/{imageId}
-and the four of /webhooks."""
+"""What this gateway describes: the classic twenty, PUT /store/order/{orderId}, GET /store/order,
+GET /pet/{petId}/images/{imageId} and the four of /webhooks (a gateway one release behind, in
+the version-skew run, describes fewer: every one it describes is tested)."""
+HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch"})
 MAX_REQUEST_LINE_BYTES = 8190
 """aiohttp's limit: a longer request line gets its plain-text 400 before the API sees it (the
 description says so in prose), so such requests are not generated."""
@@ -136,5 +138,13 @@ def test_every_answer_conforms_to_the_description(base_url: str) -> None:
     assert finished.stop_reason is StopReason.COMPLETED, finished.stop_reason
     unique = sorted(set(problems))
     assert not unique, f"{len(unique)} problem(s):\n\n" + "\n\n".join(unique)
-    assert len(tested) == OPERATIONS, sorted(tested)
-    assert cases >= OPERATIONS * MAX_EXAMPLES // 2, cases
+    described = {
+        f"{method.upper()} {path}"
+        for path, item in document["paths"].items()
+        for method in item
+        if method in HTTP_METHODS
+    }
+    if not runs_before("gateway", "1.1.0"):
+        assert len(described) == OPERATIONS, sorted(described)
+    assert tested == described, sorted(described ^ tested)
+    assert cases >= len(described) * MAX_EXAMPLES // 2, cases
