@@ -25,7 +25,7 @@ help:
 	@echo "                    (installs only what running needs; Ctrl-C stops it; its processes end"
 	@echo "                    with it however it ends, kill -9 included)"
 	@echo "make run-demo     - the same, with demo pets, customers and orders loaded"
-	@echo "make test         - everything CI runs (about 16 minutes fresh on 2 cores, 14 warm; docs/testing.md):"
+	@echo "make test         - everything CI runs (about 17 minutes fresh on 2 cores; docs/testing.md):"
 	@echo "                    lint typecheck protos-check protos-contract unit integration e2e deploy-check"
 	@echo "                    bench-smoke"
 	@echo "make install      - the development environment (.venv from requirements/dev.lock)"
